@@ -1,0 +1,37 @@
+# The two commands a new user needs: `make figures` and `make test` (both build the env first).
+SHELL := /bin/bash
+PYTHON ?= python3.11
+VENV := .venv
+PY := $(VENV)/bin/python
+PROFILE ?= quick
+CHAPTERS ?= all
+# The environment is rebuilt only when the pins change (the stamp carries their hash).
+PIN_HASH := $(shell cat pyproject.toml | sha256sum | cut -c1-12)
+STAMP := $(VENV)/.env-$(PIN_HASH)
+
+.PHONY: env figures test lab bench clean
+
+env: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q torch==2.14.1 torchvision==0.29.1
+	$(PY) -m pip install -q -e '.[dev]'
+	@rm -f $(VENV)/.env-* && touch $(STAMP)
+
+figures: env
+	$(PY) -m lalr_core.driver --profile $(PROFILE) --chapters $(CHAPTERS)
+
+test: env
+	$(PY) -m pytest -q tests notebooks --nbval-lax
+
+lab: env
+	$(VENV)/bin/jupyter lab notebooks
+
+bench: env
+	$(PY) benchmarks/bench_train.py
+
+clean:
+	rm -rf figures/smoke figures/quick data/runs .pytest_cache
+	find . -name __pycache__ -prune -exec rm -rf {} +

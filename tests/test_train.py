@@ -1,0 +1,119 @@
+"""Training loop: schedules (closed forms), one SGD step vs a hand computation, determinism,
+divergence as a result, and resume after a kill."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from lalr_core.data import load_data
+from lalr_core.models import build_model
+from lalr_core.profiles import RunConfig
+from lalr_core.train import lr_factor, train
+from lalr_core.trajectory import TrajectoryCallback
+
+TINY = dict(dataset="fashion_mnist", synthetic=True, n_train=64, n_val=16, n_test=16, model="mlp",
+            batch_size=16, epochs=3, device="cpu", eval_batch_size=32)
+
+
+def test_lr_schedules():
+    multi = RunConfig(**{**TINY, "epochs": 10}, schedule="multistep", milestones=(4, 7), lr_decay=0.1)
+    assert [lr_factor(multi, e) for e in (0, 3, 4, 6, 7, 9)] == pytest.approx([1, 1, .1, .1, .01, .01])
+    cos = RunConfig(**{**TINY, "epochs": 8}, schedule="cosine")
+    for e in range(8):  # seed 001 eq. 2.12
+        assert lr_factor(cos, e) == pytest.approx(0.5 * (1 + math.cos((e + 1) * math.pi / 8)))
+    assert lr_factor(cos, 7) == pytest.approx(0.0, abs=1e-12)
+
+
+def test_one_full_batch_sgd_step_matches_hand_computation():
+    cfg = RunConfig(**{**TINY, "batch_size": 64, "epochs": 1}, optimizer="sgd", lr=0.3, wd=0.01)
+    data = load_data(cfg.dataset, n_train=64, n_val=16, n_test=16, synthetic=True)
+    torch.manual_seed(cfg.seed)
+    ref = build_model("mlp", in_channels=1, image_size=28)
+    loss = F.cross_entropy(ref(data.X_train), data.y_train)
+    grads = torch.autograd.grad(loss, list(ref.parameters()))
+    expected = [p.detach() - 0.3 * (g + 0.01 * p.detach()) for p, g in zip(ref.parameters(), grads)]
+    out = train(cfg, data=data, callbacks=[_Params()], progress=False)
+    for got, want in zip(out["callbacks"]["params"], expected):
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
+    assert out["history"]["train_loss"].iloc[0] == pytest.approx(loss.item(), rel=1e-5)
+
+
+class _Params:
+    """Records the parameters after training."""
+    name = "params"
+
+    def on_train_start(self, model):
+        self.model = model
+
+    def result(self):
+        return [p.detach().clone() for p in self.model.parameters()]
+
+    def state_dict(self):
+        return {}
+
+    def load_state_dict(self, state):
+        pass
+
+
+def test_history_and_determinism():
+    cfg = RunConfig(**TINY, augment=True, deterministic=True)
+    a, b = train(cfg, progress=False), train(cfg, progress=False)
+    assert list(a["history"]["epoch"]) == [1, 2, 3]
+    assert {"train_loss", "train_acc", "val_acc", "test_acc", "lr", "time_s"} <= set(a["history"])
+    assert len(a["steps"]) == 3 * 4 and not a["diverged"]
+    pd_cols = ["train_loss", "val_loss", "test_loss"]
+    np.testing.assert_array_equal(a["history"][pd_cols].to_numpy(), b["history"][pd_cols].to_numpy())
+
+
+def test_divergence_is_recorded_not_raised():
+    cfg = RunConfig(**{**TINY, "epochs": 5}, optimizer="sgd", lr=1e6)
+    out = train(cfg, progress=False)
+    assert out["diverged"] and len(out["history"]) < 5
+
+
+class _Kill(Exception):
+    pass
+
+
+class _KillAt:
+    name = "kill"
+
+    def __init__(self, epoch):
+        self.epoch = epoch
+
+    def on_epoch_end(self, model, row):
+        if row["epoch"] == self.epoch:
+            raise _Kill
+
+    def result(self):
+        return None
+
+    def state_dict(self):
+        return {}
+
+    def load_state_dict(self, state):
+        pass
+
+
+def test_resume_after_kill_gives_the_uninterrupted_result(tmp_path):
+    cfg = RunConfig(**{**TINY, "epochs": 4}, augment=True)
+    full = train(cfg, callbacks=[TrajectoryCallback(window=5)], progress=False)
+    with pytest.raises(_Kill):
+        train(cfg, callbacks=[TrajectoryCallback(window=5), _KillAt(3)], progress=False,
+              checkpoint_dir=tmp_path, checkpoint_every=2)
+    resumed = train(cfg, callbacks=[TrajectoryCallback(window=5), _KillAt(99)], progress=False,
+                    checkpoint_dir=tmp_path, checkpoint_every=2)
+    np.testing.assert_allclose(resumed["history"]["train_loss"], full["history"]["train_loss"], rtol=1e-6)
+    for key in ("ds", "dt", "psi_window"):
+        np.testing.assert_allclose(resumed["callbacks"]["trajectory"][key],
+                                   full["callbacks"]["trajectory"][key], rtol=1e-6)
+
+
+def test_gradient_clipping_bounds_the_first_step():
+    base = dict(**{**TINY, "epochs": 1, "batch_size": 64}, optimizer="sgd", lr=1.0)
+    clipped = train(RunConfig(**base, clip_grad_norm=1e-3), callbacks=[TrajectoryCallback(1)], progress=False)
+    step = clipped["callbacks"]["trajectory"]["step_norm"][0]
+    assert step == pytest.approx(1e-3, rel=1e-4)  # lr 1 times a gradient of norm exactly 1e-3

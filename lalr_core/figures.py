@@ -228,7 +228,10 @@ class FigureWriter:
         ValueError: unknown profile, or a chapter name that is not a safe folder name.
     """
 
-    def __init__(self, chapter: str, profile: str, notebook: str, root=None):
+    def __init__(self, chapter: str, profile: str, notebook: str, root=None, *,
+                 fresh_checks: bool = True):
+        """``fresh_checks`` drops the chapter's earlier check records, so a re-executed
+        notebook's report holds exactly the checks of this run (none left from renamed claims)."""
         self.chapter = validate_item_id(chapter, "chapter")
         self.profile = validate_profile(profile)
         if not isinstance(notebook, str) or not notebook:
@@ -236,6 +239,8 @@ class FigureWriter:
         self.notebook = notebook
         self.root = Path(root) if root is not None else repo_root() / "figures"
         self.dir = self.root / profile / chapter
+        if fresh_checks:
+            (self.dir / "checks.json").unlink(missing_ok=True)
 
     def __repr__(self) -> str:
         return f"FigureWriter({self.chapter!r}, {self.profile!r}, {self.notebook!r}, {self.dir})"

@@ -263,3 +263,16 @@ def test_bad_profile_raises(tmp_path):
         FigureWriter("a/b", "smoke", "nb.ipynb", root=tmp_path)
     with pytest.raises(ValueError, match="does not exist"):
         report.build_report("smoke", root=tmp_path, inventory=tmp_path / "none.csv")
+
+
+def test_a_new_writer_starts_with_fresh_checks(tmp_path):
+    from lalr_core.figures import FigureWriter
+
+    first = FigureWriter("04_x", "smoke", "nb.ipynb", root=tmp_path)
+    first.check("fig1", "old claim", True)
+    assert len(first.checks()) == 1
+    second = FigureWriter("04_x", "smoke", "nb.ipynb", root=tmp_path)
+    assert second.checks() == []
+    second.check("fig1", "new claim", False)
+    kept = FigureWriter("04_x", "smoke", "nb.ipynb", root=tmp_path, fresh_checks=False)
+    assert [c["claim"] for c in kept.checks()] == ["new claim"]

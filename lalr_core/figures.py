@@ -13,7 +13,6 @@ Figs 5.10, 5.11, I.1 and I.2.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import math
 import os
@@ -165,9 +164,11 @@ def canonical_json(obj) -> str:
 
 
 def param_hash(params: dict | None) -> str:
-    """First 16 hex digits of sha256 of :func:`canonical_json` (``None`` counts as ``{}``)."""
-    text = canonical_json({} if params is None else params)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+    """The run-cache key of ``params`` (``lalr_core.runs.param_hash``; ``None`` counts as ``{}``),
+    so a sidecar names the cached run its figure was drawn from."""
+    from .runs import param_hash as run_key
+
+    return run_key({} if params is None else params)
 
 
 def _atomic_write(path: Path, write: Callable[[Path], None]) -> None:

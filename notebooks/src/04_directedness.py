@@ -84,6 +84,14 @@ out.check("fig1.2", "both panels show the same medians",
 # approximates $G(n)\approx\sqrt{n/2}$ (Corollary A.2) and notes that it is an upper bound and poor
 # for small $n$. Fig A.1 is listing C.1 (`plot(10)` and `plot(100)`); we compute $G$ in log space
 # (float64) so it also works for the $n\approx 3\times10^5$ of a ResNet-20.
+#
+# **Errata in the source.** (i) Corollary A.1's recurrence $G(n)=\frac{n-1}{n-2}G(n-1)$ is wrong
+# (it fails at n = 3); the correct forms are $G(n)=\frac{n-1}{n-2}G(n-2)$, equivalently
+# $G(n)G(n-1)=\frac{n-1}{2}$ (tested in `tests/test_trajectory.py`); the conclusion that G increases
+# still holds. (ii) Eq. 3.1 measures from θ₁ with s₁ = 0 (t−1 real steps) while eqs. 3.6–3.8 count
+# t steps from θ₀; we measure from θ₀ with t steps so the closed forms apply unshifted. (iii) For
+# large n, $n-2G(n)^2$ (Lemmas A.6, A.14, A.15) loses precision through lgamma, so `G` uses an
+# asymptotic series for n ≥ 100 (checked against mpmath).
 
 # %%
 for panel, x_max in (("A", 10), ("B", 100)):

@@ -27,6 +27,7 @@ import pandas as pd
 
 from lalr_core.profiles import check_profile
 from lalr_core.provenance import git_info, provenance, repo_root, utc_timestamp
+from lalr_core.runs import param_hash as run_key
 
 # Item ids become file names: letters, digits, '.', '_', '-', '+'; no path separators.
 _ITEM_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
@@ -166,8 +167,6 @@ def canonical_json(obj) -> str:
 def param_hash(params: dict | None) -> str:
     """The run-cache key of ``params`` (``lalr_core.runs.param_hash``; ``None`` counts as ``{}``),
     so a sidecar names the cached run its figure was drawn from."""
-    from .runs import param_hash as run_key
-
     return run_key({} if params is None else params)
 
 
@@ -241,7 +240,7 @@ class FigureWriter:
         self.root = Path(root) if root is not None else repo_root() / "figures"
         self.dir = self.root / profile / chapter
         if fresh_checks:
-            (self.dir / "checks.json").unlink(missing_ok=True)
+            self.checks_path.unlink(missing_ok=True)
 
     def __repr__(self) -> str:
         return f"FigureWriter({self.chapter!r}, {self.profile!r}, {self.notebook!r}, {self.dir})"

@@ -14,6 +14,7 @@ from typing import Any, Mapping
 
 from .data import DATASETS, check_dataset_name
 from .models import check_model_name
+from .orthogonal import LAYER_RULES, METHODS, TRANSFORMS
 
 PROFILES = ("smoke", "quick", "paper")
 OPTIMIZERS = ("sgd", "sgdm", "adam", "adamw")
@@ -57,7 +58,8 @@ class RunConfig:
 
     Units: ``lr`` per step at the start of training; ``milestones`` and ``epochs`` in epochs;
     ``wd`` is L2 added to the gradient for sgd/sgdm/adam and decoupled for adamw (torch's
-    semantics); ``clip_grad_norm`` is the max global gradient 2-norm (None = off).
+    semantics); ``clip_grad_norm`` is the max global gradient 2-norm (None = off), applied to the
+    raw gradients before ``grad_transform`` (seed 004 digest G11).
     """
 
     dataset: str = "fashion_mnist"
@@ -81,6 +83,10 @@ class RunConfig:
     milestones: tuple[int, ...] = ()  # epochs at which multistep multiplies lr by lr_decay
     lr_decay: float = 0.1
     clip_grad_norm: float | None = None
+    grad_transform: str = "none"     # none | orth | norm | cnorm (seed 004 sec. 5.3, 5.5.3)
+    orth_method: str = "svd"         # svd (exact U V^T, the source) | newton_schulz (5 steps)
+    transform_layers: str = "all"    # all conv+linear weights | conv only (table 5.6)
+    eval_every_steps: int = 0        # also evaluate validation every k steps (fig 5.7); 0 = off
     seed: int = 0
     deterministic: bool = False      # torch.use_deterministic_algorithms during the run
     eval_batch_size: int = 1000
@@ -92,6 +98,16 @@ class RunConfig:
         check_model_name(self.model)
         if self.optimizer not in OPTIMIZERS:
             raise ValueError(f"unknown optimizer {self.optimizer!r}; choose one of {OPTIMIZERS}")
+        if self.grad_transform not in TRANSFORMS:
+            raise ValueError(f"unknown grad_transform {self.grad_transform!r}; choose one of {TRANSFORMS}")
+        if self.orth_method not in METHODS:
+            raise ValueError(f"unknown orth_method {self.orth_method!r}; choose one of {METHODS}")
+        if self.transform_layers not in LAYER_RULES:
+            raise ValueError(f"unknown transform_layers {self.transform_layers!r}; "
+                             f"choose one of {LAYER_RULES}")
+        if isinstance(self.eval_every_steps, bool) or not isinstance(self.eval_every_steps, int) \
+                or self.eval_every_steps < 0:
+            raise ValueError(f"eval_every_steps must be an int >= 0, got {self.eval_every_steps!r}")
         if self.schedule not in SCHEDULES:
             raise ValueError(f"unknown schedule {self.schedule!r}; choose one of {SCHEDULES}")
         for name in ("lr", "batch_size", "epochs", "width", "eval_batch_size"):

@@ -24,6 +24,7 @@ from tqdm.auto import tqdm
 
 from .data import ImageData, augment, iterate_batches, load_data
 from .models import build_model, num_parameters
+from .orthogonal import GradientTransform, select_params
 from .profiles import RunConfig
 
 
@@ -48,14 +49,25 @@ def lr_factor(cfg: RunConfig, epoch: int) -> float:
     return 1.0
 
 
-def make_optimizer(cfg: RunConfig, params: Iterable) -> torch.optim.Optimizer:
-    """The torch optimiser named by ``cfg.optimizer`` with the config's hyper-parameters."""
+def make_optimizer(cfg: RunConfig, model: torch.nn.Module) -> GradientTransform:
+    """The torch optimiser named by ``cfg.optimizer``, wrapped by ``cfg.grad_transform``.
+
+    The wrapper transforms the chosen weight gradients (``cfg.transform_layers``) before the
+    optimiser's step, so coupled weight decay and momentum act on the transformed gradient
+    (seed 004 Algorithm 6); ``grad_transform="none"`` steps exactly as the plain optimiser.
+    """
+    params = list(model.parameters())
     if cfg.optimizer in ("sgd", "sgdm"):
         momentum = cfg.momentum if cfg.optimizer == "sgdm" else 0.0
-        return torch.optim.SGD(params, lr=cfg.lr, momentum=momentum, weight_decay=cfg.wd,
-                               nesterov=cfg.nesterov and momentum > 0)
-    cls = torch.optim.Adam if cfg.optimizer == "adam" else torch.optim.AdamW
-    return cls(params, lr=cfg.lr, betas=cfg.betas, weight_decay=cfg.wd)
+        opt = torch.optim.SGD(params, lr=cfg.lr, momentum=momentum, weight_decay=cfg.wd,
+                              nesterov=cfg.nesterov and momentum > 0)
+    else:
+        cls = torch.optim.Adam if cfg.optimizer == "adam" else torch.optim.AdamW
+        opt = cls(params, lr=cfg.lr, betas=cfg.betas, weight_decay=cfg.wd)
+    named = dict(model.named_parameters())
+    chosen = [] if cfg.grad_transform == "none" else \
+        [named[n] for n in select_params(model, cfg.transform_layers)]
+    return GradientTransform(opt, chosen, transform=cfg.grad_transform, method=cfg.orth_method)
 
 
 @torch.no_grad()
@@ -127,7 +139,9 @@ def train(cfg: RunConfig, *, data: ImageData | None = None, callbacks: Iterable 
     Args:
         cfg: the validated run configuration.
         data: pre-loaded data (else loaded from ``cfg``); moved to the run's device.
-        callbacks: objects with optional hooks ``on_train_start(model)``, ``on_step(model)``,
+        callbacks: objects with optional hooks ``on_train_start(model)``,
+            ``on_backward(model)`` (raw gradients, before clipping and the transform),
+            ``on_step(model)`` (after the optimiser step),
             ``on_epoch_end(model, row)``, and ``result()``, ``state_dict()``,
             ``load_state_dict(state)``; each needs a ``name`` attribute.
         progress: show a tqdm bar over epochs.
@@ -139,7 +153,8 @@ def train(cfg: RunConfig, *, data: ImageData | None = None, callbacks: Iterable 
         dict with ``history`` (DataFrame, one row per epoch), ``steps`` (DataFrame: step,
         epoch, lr, loss), ``final`` (dict of last metrics), ``diverged`` (bool),
         ``callbacks`` (name -> result), ``num_parameters``, ``device``, ``wall_time_s``,
-        ``config`` (the cache key).
+        ``config`` (the cache key), ``evals`` (DataFrame: step, val_loss, val_acc every
+        ``cfg.eval_every_steps``), ``optimizer_stats`` (SVD fallbacks, skipped tensors).
     """
     callbacks = list(callbacks)
     device = resolve_device(cfg.device)
@@ -149,10 +164,10 @@ def train(cfg: RunConfig, *, data: ImageData | None = None, callbacks: Iterable 
                         width=cfg.width, image_size=data.image_size).to(device)
     if cfg.model != "mlp":
         model = model.to(memory_format=torch.channels_last)
-    optimizer = make_optimizer(cfg, model.parameters())
+    optimizer = make_optimizer(cfg, model)
     gen = torch.Generator(device=device).manual_seed(cfg.seed + 1)  # data order + augmentation
     ckpt_path = Path(checkpoint_dir) / "checkpoint.pt" if checkpoint_dir else None
-    state = {"epoch": 0, "rows": [], "steps": [], "diverged": False, "elapsed": 0.0}
+    state = {"epoch": 0, "rows": [], "steps": [], "evals": [], "diverged": False, "elapsed": 0.0}
     _call(callbacks, "on_train_start", model)
     if (ckpt := _load_checkpoint(ckpt_path)) is not None:
         model.load_state_dict(ckpt["model"])
@@ -160,7 +175,7 @@ def train(cfg: RunConfig, *, data: ImageData | None = None, callbacks: Iterable 
         gen.set_state(ckpt["generator"])
         for cb in callbacks:
             cb.load_state_dict(ckpt["callbacks"][cb.name])
-        state = ckpt["state"]
+        state = {"evals": [], **ckpt["state"]}
     autocast = (torch.autocast("cuda", dtype=torch.bfloat16) if cfg.bf16 and device.type == "cuda"
                 else contextlib.nullcontext())
     bar = tqdm(range(state["epoch"], cfg.epochs), desc=f"{cfg.model}/{cfg.optimizer}",
@@ -182,11 +197,16 @@ def train(cfg: RunConfig, *, data: ImageData | None = None, callbacks: Iterable 
                     loss = F.cross_entropy(logits.float(), yb)
                 optimizer.zero_grad(set_to_none=True)
                 loss.backward()
+                _call(callbacks, "on_backward", model)
                 if cfg.clip_grad_norm is not None:
                     torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.clip_grad_norm)
                 optimizer.step()
                 _call(callbacks, "on_step", model)
                 losses.append(loss.detach())
+                n_steps = len(state["steps"]) + len(losses)
+                if cfg.eval_every_steps and n_steps % cfg.eval_every_steps == 0:
+                    state["evals"].append((n_steps, *evaluate(model, data.X_val, data.y_val,
+                                                              cfg.eval_batch_size)))
                 correct += (logits.detach().argmax(1) == yb).sum()
                 seen += len(yb)
             step_losses = torch.stack(losses).float().cpu().numpy()  # one sync per epoch
@@ -220,6 +240,8 @@ def train(cfg: RunConfig, *, data: ImageData | None = None, callbacks: Iterable 
     return {
         "history": history,
         "steps": pd.DataFrame(state["steps"], columns=["step", "epoch", "lr", "loss"]),
+        "evals": pd.DataFrame(state["evals"], columns=["step", "val_loss", "val_acc"]),
+        "optimizer_stats": dict(getattr(optimizer, "stats", {})),
         "final": {k: float(v) for k, v in last.items()},
         "diverged": state["diverged"],
         "callbacks": {cb.name: cb.result() for cb in callbacks},

@@ -31,6 +31,7 @@ lab: env
 
 bench: env
 	$(PY) benchmarks/bench_train.py
+	$(PY) benchmarks/bench_orthogonal.py
 
 clean:
 	rm -rf figures/smoke figures/quick data/runs .pytest_cache

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
+from .orth_experiments import ORTHOGONAL
+from .probes import FilterCosineProbe, RepresentationProbe, SymmetryProbe, ZeroGradProbe
 from .profiles import RunConfig, resolve
 from .runs import RunCache, sweep
 from .train import train
@@ -44,7 +46,7 @@ DIRECTEDNESS: dict[str, dict[str, Any]] = {
     ),
 }
 
-CHAPTERS: dict[str, dict[str, dict[str, Any]]] = {"04": DIRECTEDNESS}
+CHAPTERS: dict[str, dict[str, dict[str, Any]]] = {"04": DIRECTEDNESS, "06": ORTHOGONAL}
 
 
 def chapter_settings(chapter: str, profile: str,
@@ -70,7 +72,9 @@ def directedness_configs(s: Mapping[str, Any]) -> dict[str, RunConfig]:
 
 
 # ----------------------------------------------------------------------------- training units
-CALLBACK_FACTORIES = {"trajectory": TrajectoryCallback}
+CALLBACK_FACTORIES = {"trajectory": TrajectoryCallback, "filter_cos": FilterCosineProbe,
+                      "representations": RepresentationProbe, "zero_grad": ZeroGradProbe,
+                      "symmetry": SymmetryProbe}
 CHECKPOINT_EVERY = 10  # epochs; a killed paper run resumes losing at most this many
 
 
@@ -86,21 +90,27 @@ def train_unit(params: dict[str, Any]) -> dict[str, Any]:
                  checkpoint_dir=ckpt, checkpoint_every=CHECKPOINT_EVERY)
 
 
-def train_runs(configs: Sequence[RunConfig], *, callbacks: Mapping[str, dict] | None = None,
+def train_runs(configs: Sequence[RunConfig], *,
+               callbacks: Mapping[str, dict] | Sequence[Mapping[str, dict]] | None = None,
                workers: int = 1, executor: str = "local",
                cache: RunCache | None = None) -> list[dict[str, Any]]:
     """Train every config (cached and resumable), in order, through the sweep executor.
 
     Args:
         configs: the runs.
-        callbacks: kind -> constructor kwargs, e.g. ``{"trajectory": {"window": 250}}``.
+        callbacks: kind -> constructor kwargs, e.g. ``{"trajectory": {"window": 250}}``, for
+            every run, or a sequence of such mappings, one per config.
         workers: parallel processes (threads are split between them).
         executor: ``"local"`` or ``"ray"``.
         cache: the run cache (default ``data/runs``).
     """
-    unknown = set(callbacks or {}) - set(CALLBACK_FACTORIES)
+    per_run = [dict(c) for c in callbacks] if isinstance(callbacks, (list, tuple)) else \
+        [dict(callbacks or {})] * len(configs)
+    if len(per_run) != len(configs):
+        raise ValueError(f"{len(per_run)} callback specs for {len(configs)} configs")
+    unknown = set().union(*per_run) - set(CALLBACK_FACTORIES) if per_run else set()
     if unknown:
         raise ValueError(f"unknown callbacks {sorted(unknown)}; known: {sorted(CALLBACK_FACTORIES)}")
-    params = [{"run": cfg.key(), "callbacks": dict(callbacks or {})} for cfg in configs]
+    params = [{"run": cfg.key(), "callbacks": cb} for cfg, cb in zip(configs, per_run)]
     return sweep(train_unit, params, name="train", executor=executor,
                  workers=min(workers, len(params)) or 1, cache=cache)

@@ -130,7 +130,15 @@ def bplot(ax, pos: float, data, offset: float = 0, s: float = 1, **plot_kwargs):
         raise ValueError("bplot: data is empty")
     if not np.all(np.isfinite(x)):
         raise ValueError(f"bplot: data has {int(np.sum(~np.isfinite(x)))} non-finite values")
-    lo, q1, med, q3, hi = np.percentile(x, [0, 25, 50, 75, 100])
+    return bplot_stats(ax, pos, np.percentile(x, [0, 25, 50, 75, 100]), offset, s, **plot_kwargs)
+
+
+def bplot_stats(ax, pos: float, five, offset: float = 0, s: float = 1, **plot_kwargs):
+    """`bplot` from a precomputed five-number summary ``(min, q1, median, q3, max)``.
+
+    For probes that keep only the summary per training batch (figs 5.10, 5.11, I.1, I.2).
+    """
+    lo, q1, med, q3, hi = (float(v) for v in five)
     xpos = pos + offset
     kwargs = dict(plot_kwargs)
     label = kwargs.pop("label", None)

@@ -181,7 +181,7 @@ class SymmetryProbe(_Probe):
     Keeps ``theta_t`` and the raw gradient ``g_t`` of the layer every ``every`` batches (on the
     CPU), and ``theta_tau`` = the weights after the last step. ``pi`` permutes the output
     channels (filters) of ``theta_tau`` and is redrawn for every kept batch (digest G24).
-    ``result()``: dict with ``steps`` ``[T]``, ``phi`` and ``phi_perm`` ``[T, N_l]``.
+    ``result()``: dict with ``steps`` ``[T]``, ``phi`` and ``phi_perm`` ``[T, N_l]``, ``fan_in``.
     """
 
     name = "symmetry"
@@ -219,4 +219,5 @@ class SymmetryProbe(_Probe):
             steps.append(step)
             phi.append(rowwise_cos(self.final - theta, grad).numpy())
             phi_perm.append(rowwise_cos(self.final[perm] - theta, grad).numpy())
-        return {"steps": np.array(steps), "phi": np.stack(phi), "phi_perm": np.stack(phi_perm)}
+        return {"steps": np.array(steps), "phi": np.stack(phi), "phi_perm": np.stack(phi_perm),
+                "fan_in": int(self.final[0].numel())}

@@ -7,6 +7,8 @@ Re-exported by ``lalr_core.models``.
 
 from __future__ import annotations
 
+import itertools
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -43,7 +45,7 @@ class PoissonVAE(nn.Module):
         if min(in_features, hidden, latent) < 1 or width <= 0:
             raise ValueError(f"invalid sizes: in_features={in_features}, hidden={hidden}, "
                              f"latent={latent}, width={width}")
-        h = max(1, int(round(hidden * width)))
+        h = max(1, round(hidden * width))
         self.latent = latent
         self.encoder = nn.Sequential(nn.Flatten(), nn.Linear(in_features, h), nn.ReLU(),
                                      nn.Linear(h, 2 * latent))
@@ -138,7 +140,7 @@ class BarlowTwins(nn.Module):
         self.trunk = trunk
         sizes = [trunk_dim, *projector]
         layers: list[nn.Module] = []
-        for a, b in zip(sizes[:-2], sizes[1:-1]):
+        for a, b in itertools.pairwise(sizes[:-1]):
             layers += [nn.Linear(a, b, bias=False), nn.BatchNorm1d(b), nn.ReLU()]
         layers.append(nn.Linear(sizes[-2], sizes[-1], bias=False))
         self.projector = nn.Sequential(*layers)

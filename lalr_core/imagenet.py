@@ -104,6 +104,7 @@ class EpochSampler(Sampler):
         self.n, self.seed, self.epoch, self.skip = n, seed, 0, 0
 
     def set_epoch(self, epoch: int, skip: int = 0) -> None:
+        """Draw the order of ``epoch`` (0-based) and leave out its first ``skip`` samples."""
         self.epoch, self.skip = epoch, skip
 
     def __iter__(self):
@@ -242,8 +243,10 @@ def _to(x: torch.Tensor, device: torch.device) -> torch.Tensor:
 
 def _prepare(model: nn.Module, base: torch.optim.Optimizer, chosen: list[str], p: dict,
              device: torch.device, ckpt_dir, state: dict, free: tuple[str, ...]):
-    """Wrap ``base`` (transforming ``chosen`` weights), resume from ``ckpt_dir`` if it holds a
-    checkpoint, and return ``(optimizer, checkpoint path, state, autocast context)``."""
+    """Wrap ``base`` around ``chosen`` weights and resume from ``ckpt_dir`` if it has a checkpoint.
+
+    Returns ``(optimizer, checkpoint path, state, autocast context)``.
+    """
     named = dict(model.named_parameters())
     opt = GradientTransform(base, [named[n] for n in chosen], transform=p["grad_transform"],
                             method=p["orth_method"])
@@ -409,7 +412,7 @@ def _bt_segment(model, opt, loader, p, device, autocast, state, sched, bar) -> l
         if state["step"] >= stop:
             break
     losses = torch.stack([r[2] for r in rows]).float().cpu().tolist()  # one sync per segment
-    return [(s, e, v, lr) for (s, e, _, lr), v in zip(rows, losses)]
+    return [(s, e, v, lr) for (s, e, _, lr), v in zip(rows, losses, strict=True)]
 
 
 def train_imagenet_barlow_twins(params: dict, *, checkpoint_dir: str | Path | None = None,
@@ -448,7 +451,7 @@ def train_imagenet_barlow_twins(params: dict, *, checkpoint_dir: str | Path | No
     torch.manual_seed(p["seed"])
     model = _on(_barlow_model(p), device)
     groups = lars_param_groups(model)
-    for group, scale in zip(groups, (p["lr_weights"], p["lr_biases"])):
+    for group, scale in zip(groups, (p["lr_weights"], p["lr_biases"]), strict=True):
         group["lr_scale"] = scale
     lars = LARS(groups, lr=p["lr_weights"], momentum=p["momentum"], wd=p["wd"], eta=p["eta"])
     chosen = [] if p["grad_transform"] == "none" else select_params(model, "conv", "trunk.")

@@ -60,7 +60,7 @@ ORTHOGONAL: dict[str, dict[str, Any]] = {
         sym_every=1, f514_batches=(4, 32), f514_n_train=64, f514_epochs=1, f514_seeds=1,
         f57_n_train=None, f57_n_val=64, f57_batch=64, f57_eval_every=2,
         bt_steps=6, bt_batch=64, bt_eval_every=3, vae_steps=30, vae_eval_every=10, vae_seeds=1,
-        workers=1,
+        workers=1, executor="local",
     ),
     "quick": dict(
         _COMMON_SMALL, dataset="fashion_mnist", synthetic=False, n_train=10_000, n_val=2_000,
@@ -71,7 +71,7 @@ ORTHOGONAL: dict[str, dict[str, Any]] = {
         sym_every=1, f514_n_train=4_000, f514_epochs=1, f514_seeds=3,
         f57_n_train=None, f57_n_val=5_000, f57_batch=1024, f57_eval_every=5,
         bt_steps=150, bt_batch=256, bt_eval_every=10, vae_steps=1500, vae_eval_every=100,
-        vae_seeds=3, workers=2,
+        vae_seeds=3, workers=2, executor="local",
     ),
     "paper": dict(
         dataset="cifar10", synthetic=False, n_train=40_000, n_val=10_000, n_test=None,
@@ -96,7 +96,7 @@ ORTHOGONAL: dict[str, dict[str, Any]] = {
         f57_model="resnet34_tv", f57_n_train=None, f57_n_val=5_000, f57_batch=1024,
         f57_eval_every=0,
         bt_steps=150, bt_batch=256, bt_eval_every=10, vae_steps=200_000, vae_eval_every=2_000,
-        vae_seeds=3, workers=1,
+        vae_seeds=3, workers=1, executor="local",  # "ray" on a cluster (pip install .[distributed])
     ),
 }
 

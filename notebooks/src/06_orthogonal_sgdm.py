@@ -42,7 +42,7 @@ from lalr_core import orth_experiments as ox
 from lalr_core.experiments import chapter_settings, train_runs
 from lalr_core.figures import FigureWriter, bplot_stats, set_style
 from lalr_core.provenance import repo_root
-from lalr_core.runs import sweep
+from lalr_core.runs import RunCache, cached, sweep
 from lalr_core.similarity import random_abs_cos_mean, random_cos_threshold
 from lalr_core.unsupervised import barlow_twins_unit, vae_unit
 
@@ -66,7 +66,7 @@ pd.Series(S, dtype=object).to_frame("setting")
 suite_cfgs = ox.suite_configs(S, ("sgdm", "orth_sgdm"))
 ns_cfgs = ox.suite_configs(S, ("ns_orth_sgdm",), seeds=S["ns_seeds"])
 suite_res = train_runs(suite_cfgs + ns_cfgs, callbacks=ox.with_probes(S, suite_cfgs + ns_cfgs),
-                       workers=S["workers"])
+                       workers=S["workers"], executor=S["executor"])
 suite = ox.run_table(suite_cfgs + ns_cfgs, suite_res)
 hist = {(c.model, ox.variant_of(c), c.seed): r for c, r in zip(suite_cfgs + ns_cfgs, suite_res)}
 suite.groupby(["model", "variant"])[["test_acc", "wall_time_s"]].mean()
@@ -193,7 +193,7 @@ ns_table.round(3)
 # %%
 t51 = ox.table51_configs(S)
 flat = [c for cs in t51.values() for c in cs]
-t51_res = train_runs(flat, workers=S["workers"])
+t51_res = train_runs(flat, workers=S["workers"], executor=S["executor"])
 names = [n for n, cs in t51.items() for _ in cs]
 t51_df = ox.run_table(flat, t51_res).assign(optimizer=names)
 table51 = ox.mean_se(t51_df, ["optimizer"])
@@ -238,7 +238,7 @@ display(table52); display(pd.read_csv(REF / "ch06_table5.2.csv"))
 # %%
 t54 = ox.table54_configs(S)
 flat54 = [c for cs in t54.values() for c in cs]
-res54 = train_runs(flat54, workers=S["workers"])
+res54 = train_runs(flat54, workers=S["workers"], executor=S["executor"])
 keys54 = [k for k, cs in t54.items() for _ in cs]
 df54 = ox.run_table(flat54, res54).assign(lr=[k[0] for k in keys54], momentum=[k[1] for k in keys54],
                                           base=[k[2] for k in keys54], orth=[k[3] for k in keys54])
@@ -270,9 +270,11 @@ from lalr_core import imagenet
 
 on_imagenet = profile == "paper" and imagenet.imagenet_dir() is not None
 if on_imagenet:
-    f57 = {v: imagenet.train_imagenet_classifier(dict(
-        model="resnet34", grad_transform=v, lr=1e-2, momentum=0.9, wd=5e-4, batch_size=1024,
-        epochs=100, seed=0)) for v in ("none", "orth")}
+    def imagenet_run(p):  # cached unit, resumable from its per-epoch checkpoint
+        return imagenet.train_imagenet_classifier(p, checkpoint_dir=RunCache().checkpoint_dir("ch06_imagenet", p))
+    f57 = {v: cached(imagenet_run, dict(model="resnet34", grad_transform=v, lr=1e-2, momentum=0.9,
+                                        wd=5e-4, batch_size=1024, epochs=100, seed=0), name="ch06_imagenet")
+           for v in ("none", "orth")}
     xs = {v: (r["history"]["epoch"], r["history"]["val_acc"]) for v, r in f57.items()}
     xlabel = "epoch"
 else:
@@ -284,7 +286,7 @@ else:
                          n_test=S["f57_n_val"], augment=False, batch_size=S["f57_batch"], epochs=1,
                          eval_every_steps=S["f57_eval_every"] or 5)
               for v in ("sgdm", "orth_sgdm")]
-    res57 = train_runs(cfgs57, workers=S["workers"])
+    res57 = train_runs(cfgs57, workers=S["workers"], executor=S["executor"])
     xs = {v: (r["evals"]["step"], r["evals"]["val_acc"]) for v, r in zip(("none", "orth"), res57)}
     xlabel = "step (one epoch)"
 fig, ax = plt.subplots(figsize=(7, 4))
@@ -311,13 +313,20 @@ bt_params = [dict(dataset=S["dataset"], synthetic=S["synthetic"], n_train=S["n_t
                   n_test=S["n_test"], steps=S["bt_steps"], batch=S["bt_batch"], lr=0.2, momentum=0.9,
                   wd=1.5e-6, eta=1e-3, lambd=5e-3, noise=0.1, projector=(256, 256), orth=o, seed=k)
              for o in (False, True) for k in range(S["vae_seeds"])]
-bt = sweep(barlow_twins_unit, bt_params, name="ch06_barlow_twins", workers=S["workers"])
-loss = {o: np.mean([r["steps"]["loss"] for p, r in zip(bt_params, bt) if p["orth"] == o], axis=0) for o in (False, True)}
+if on_imagenet:  # the paper setting: ResNet-50 Barlow Twins on ImageNet, official defaults
+    def bt_imagenet(p):
+        return imagenet.train_imagenet_barlow_twins(p, checkpoint_dir=RunCache().checkpoint_dir("ch06_bt_imagenet", p))
+    loss = {o: cached(bt_imagenet, dict(grad_transform="orth" if o else "none"), name="ch06_bt_imagenet")["steps"]["loss"].to_numpy()
+            for o in (False, True)}
+else:
+    bt = sweep(barlow_twins_unit, bt_params, name="ch06_barlow_twins", workers=S["workers"], executor=S["executor"])
+    loss = {o: np.mean([r["steps"]["loss"] for p, r in zip(bt_params, bt) if p["orth"] == o], axis=0) for o in (False, True)}
 fig, ax = plt.subplots(figsize=(7, 4))
 steps = np.arange(1, len(loss[False]) + 1)
 ax.plot(steps, loss[False], color="C0", label="LARS"); ax.plot(steps, loss[True], color="C1", label="Orth-LARS")
 ax.set_xlabel("step"); ax.set_ylabel("Barlow Twins loss"); ax.set_yscale("log"); ax.legend()
-out.savefig(fig, "fig5.8", params=bt_params[0], seeds=list(range(S["vae_seeds"])), note="reduced analogue")
+out.savefig(fig, "fig5.8", params=bt_params[0], seeds=list(range(S["vae_seeds"])),
+            note="ImageNet" if on_imagenet else "reduced analogue (Fashion-MNIST)")
 n100 = min(100, len(steps))
 out.check("fig5.8", "Orth-LARS's Barlow Twins loss is lower over the first 100 steps (seed mean)",
           bool(loss[True][:n100].mean() < loss[False][:n100].mean()),
@@ -337,7 +346,7 @@ out.check("fig5.8", "Orth-LARS's Barlow Twins loss is lower over the first 100 s
 vae_params = [dict(dataset=S["dataset"], synthetic=S["synthetic"], n_train=S["n_train"], n_val=S["n_val"],
                    n_test=S["n_test"], steps=S["vae_steps"], batch=128, lr=1e-3, eval_every=S["vae_eval_every"],
                    orth=o, seed=k) for o in (False, True) for k in range(S["vae_seeds"])]
-vae = sweep(vae_unit, vae_params, name="ch06_vae", workers=S["workers"])
+vae = sweep(vae_unit, vae_params, name="ch06_vae", workers=S["workers"], executor=S["executor"])
 mse = {o: np.mean([r["evals"]["mse"] for p, r in zip(vae_params, vae) if p["orth"] == o], axis=0) for o in (False, True)}
 ev_steps = vae[0]["evals"]["step"]
 fig, ax = plt.subplots(figsize=(7, 4))
@@ -364,7 +373,7 @@ out.check("fig5.9", "Orth-Adam's held-out MSE <= Adam's at most checkpoints (3-s
 cos_cfgs = [ox.untuned(S, S["cos_model"], v, lr=lr, epochs=S["cos_epochs"])
             for lr in S["cos_lrs"] for v in ("sgdm", "orth_sgdm")]
 cos_res = train_runs(cos_cfgs, callbacks={"filter_cos": {"layers": list(S["cos_layers"]), "every": S["cos_every"]}},
-                     workers=S["workers"])
+                     workers=S["workers"], executor=S["executor"])
 cos = {(c.lr, ox.variant_of(c)): r["callbacks"]["filter_cos"] for c, r in zip(cos_cfgs, cos_res)}
 gaps = {}
 for lr, item in zip(S["cos_lrs"], ("fig5.10", "fig5.11")):
@@ -433,7 +442,7 @@ out.check("fig5.12", "Orth-SGDM's E[R_l] trends downward over training", bool(or
 
 # %%
 t55_cfgs = ox.suite_configs(S, ("sgdm", "n_sgdm", "cn_sgdm", "orth_sgdm"), models=S["t55_models"])
-t55_res = train_runs(t55_cfgs, callbacks=ox.with_probes(S, t55_cfgs), workers=S["workers"])
+t55_res = train_runs(t55_cfgs, callbacks=ox.with_probes(S, t55_cfgs), workers=S["workers"], executor=S["executor"])
 t55 = ox.mean_se(ox.run_table(t55_cfgs, t55_res), ["model", "variant"], cols=("test_acc",))
 out.save_table(t55, "table5.5", params=S)
 acc55 = t55.pivot(index="model", columns="variant", values="test_acc_mean")
@@ -486,7 +495,7 @@ ends
 
 # %%
 t56_cfgs = ox.suite_configs(S, ("sgdm", "orth_sgdm", "conv_orth_sgdm"), models=S["t56_models"])
-t56_res = train_runs(t56_cfgs, callbacks=ox.with_probes(S, t56_cfgs), workers=S["workers"])
+t56_res = train_runs(t56_cfgs, callbacks=ox.with_probes(S, t56_cfgs), workers=S["workers"], executor=S["executor"])
 t56 = ox.mean_se(ox.run_table(t56_cfgs, t56_res), ["model", "variant"])
 out.save_table(t56, "table5.6", params=S)
 a56 = t56.pivot(index="model", columns="variant", values="test_acc_mean")
@@ -511,7 +520,7 @@ a56.round(2)
 f514_cfgs = [ox.untuned(S, S["f514_model"], v, seed=k, batch_size=b, n_train=S["f514_n_train"],
                         epochs=S["f514_epochs"])
              for b in S["f514_batches"] for v in ("sgdm", "orth_sgdm") for k in range(S["f514_seeds"])]
-f514 = ox.run_table(f514_cfgs, train_runs(f514_cfgs, workers=S["workers"]))
+f514 = ox.run_table(f514_cfgs, train_runs(f514_cfgs, workers=S["workers"], executor=S["executor"]))
 f514s = ox.mean_se(f514, ["batch_size", "variant"], cols=("val_acc",))
 fig, ax = plt.subplots(figsize=(6, 4))
 for v, style in (("sgdm", SGDM), ("orth_sgdm", ORTH)):
@@ -541,7 +550,7 @@ out.check("fig5.14", "Orth - SGDM gap <= 0 (or smaller than at the largest batch
 # %%
 sym_cfgs = [ox.untuned(S, m, "sgdm", epochs=S["sym_epochs"]) for m in S["sym_models"]]
 sym_res = train_runs(sym_cfgs, callbacks={"symmetry": {"layer": S["sym_layer"], "every": S["sym_every"]}},
-                     workers=S["workers"])
+                     workers=S["workers"], executor=S["executor"])
 shift = {}
 for cfg, res, item in zip(sym_cfgs, sym_res, ("figI.1", "figI.2")):
     sym = res["callbacks"]["symmetry"]

@@ -123,22 +123,28 @@ def bench_steps(device, batch_size, steps, repeats) -> dict:
             "transform_fraction": {n: t / step["sgdm"] for n, t in transform.items()}}
 
 
+def _shape_fns(G: torch.Tensor) -> dict:
+    """The six timed calls on one stack ``G`` (``[L, c_out, fan_in]``) of same-shaped grads."""
+    return {"svd_1": (None, lambda: svd_polar(G[0])),
+            "ns_1": (None, lambda: newton_schulz(G[0])),
+            "svd_batched": (None, lambda: svd_polar(G)),           # what GradientTransform does
+            "svd_loop": (None, lambda: [svd_polar(M) for M in G]),
+            "ns_batched": (None, lambda: newton_schulz(G)),
+            "ns_loop": (None, lambda: [newton_schulz(M) for M in G])}
+
+
 def bench_shapes(number, repeats) -> list[dict]:
     """SVD vs NS per matrix, batched vs loop per shape, on real ResNet-20 CPU gradients."""
-    model, opt = build_variants(torch.device("cpu"))["orth_svd"]
-    X, y = _batch(128, torch.device("cpu"))
+    cpu = torch.device("cpu")
+    model, opt = build_variants(cpu)["orth_svd"]
+    X, y = _batch(128, cpu)
     F.cross_entropy(model(X), y).backward()
     rows = []
     for params in opt.groups.values():
         G = torch.stack([p.grad.flatten(1) for p in params])           # (L, c_out, fan_in)
-        fns = {"svd_1": (None, lambda: svd_polar(G[0])),
-               "ns_1": (None, lambda: newton_schulz(G[0])),
-               "svd_batched": (None, lambda: svd_polar(G)),
-               "svd_loop": (None, lambda: [svd_polar(M) for M in G]),
-               "ns_batched": (None, lambda: newton_schulz(G)),
-               "ns_loop": (None, lambda: [newton_schulz(M) for M in G])}
-        interleave(fns, 1, 2, torch.device("cpu"))
-        t = interleave(fns, repeats, number, torch.device("cpu"))
+        fns = _shape_fns(G)
+        interleave(fns, 1, 2, cpu)                                      # warm-up
+        t = interleave(fns, repeats, number, cpu)
         rows.append({"shape": list(G.shape[1:]), "count": len(G), **t})
     return rows
 
@@ -162,23 +168,21 @@ def print_steps(r: dict, targets: dict) -> None:
 
 def print_shapes(rows: list[dict]) -> None:
     print("Orthogonalisation per ResNet-20 gradient shape, CPU, median us per call")
-    print(f"  {'shape':>9s} {'L':>2s} | {'svd':>7s} {'ns':>7s} {'svd/ns':>6s} | "
-          f"{'svd bat':>8s} {'svd loop':>8s} {'loop/b':>6s} | "
-          f"{'ns bat':>8s} {'ns loop':>8s} {'loop/b':>6s}")
-    us = lambda s: f"{1e6 * s:8.0f}"                                     # noqa: E731
+    print(f"  {'shape':>9s}  L |   svd    ns svd/ns | svd bat svd loop loop/b |  ns bat "
+          f"ns loop loop/b")
     for r in rows:
-        shape = "x".join(map(str, r["shape"]))
-        print(f"  {shape:>9s} {r['count']:2d} | {1e6 * r['svd_1']:7.0f} {1e6 * r['ns_1']:7.0f} "
-              f"{r['svd_1'] / r['ns_1']:6.2f} | {us(r['svd_batched'])} {us(r['svd_loop'])} "
-              f"{r['svd_loop'] / r['svd_batched']:6.2f} | {us(r['ns_batched'])} "
-              f"{us(r['ns_loop'])} {r['ns_loop'] / r['ns_batched']:6.2f}")
+        us = {k: 1e6 * v for k, v in r.items() if k not in ("shape", "count")}
+        print(f"  {'x'.join(map(str, r['shape'])):>9s} {r['count']:2d} | {us['svd_1']:5.0f} "
+              f"{us['ns_1']:5.0f} {us['svd_1'] / us['ns_1']:6.2f} | {us['svd_batched']:7.0f} "
+              f"{us['svd_loop']:8.0f} {us['svd_loop'] / us['svd_batched']:6.2f} | "
+              f"{us['ns_batched']:7.0f} {us['ns_loop']:7.0f} {us['ns_loop'] / us['ns_batched']:6.2f}")
 
 
 def _provenance() -> dict:
     try:
         from lalr_core.provenance import provenance
         return provenance()
-    except Exception as exc:  # provenance is evidence, never a reason to lose the numbers
+    except ImportError as exc:  # an older checkout: keep the numbers without provenance
         return {"provenance_error": repr(exc)}
 
 

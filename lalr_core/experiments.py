@@ -7,7 +7,8 @@ so the notebooks only name a profile and optional overrides). ``train_runs`` tur
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from .orth_experiments import ORTHOGONAL
 from .probes import FilterCosineProbe, RepresentationProbe, SymmetryProbe, ZeroGradProbe

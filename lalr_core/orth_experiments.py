@@ -9,7 +9,8 @@ below turn resolved settings into ``RunConfig`` lists; the notebook only calls t
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -48,34 +49,35 @@ _COMMON_SMALL = dict(
     sym_models=("basic_cnn", "basic_cnn_skip"), sym_layer="conv2",
     f514_model="basic_cnn", f514_batches=(4, 32, 256),
     f57_model="basic_cnn",
+    source_analogue={"resnet8": "resnet20"},  # reduced model -> the source model it stands for
 )
 
 ORTHOGONAL: dict[str, dict[str, Any]] = {
     "smoke": dict(
         _COMMON_SMALL, dataset="fashion_mnist", synthetic=True, n_train=256, n_val=64,
-        n_test=64, augment=False, batch_size=64, epochs=2, seeds=1, ns_seeds=1,
+        n_test=64, augment=False, batch_size=64, epochs=2, seeds=1, ns_seeds=1, ablation_seeds=1,
         t51_epochs=2, t51_milestones=(1,), t51_seeds=1, t51_adam_lr=1e-3, t51_sgdm_wd=1e-3,
         thresholds=(20, 30, 40, 50, 60), t54_lrs=(1e-1, 1e-2), t54_moms=(0.9,),
         t54_epochs=1, t54_seeds=1, cos_epochs=1, cos_every=2, rep_every=2, sym_epochs=1,
         sym_every=1, f514_batches=(4, 32), f514_n_train=64, f514_epochs=1, f514_seeds=1,
         f57_n_train=None, f57_n_val=64, f57_batch=64, f57_eval_every=2,
-        bt_steps=6, bt_batch=64, bt_eval_every=3, vae_steps=30, vae_eval_every=10, vae_seeds=1,
+        bt_steps=6, bt_batch=64, bt_eval_every=3, vae_steps=30, vae_eval_every=10, unsup_seeds=1,
         workers=1, executor="local",
     ),
     "quick": dict(
         _COMMON_SMALL, dataset="fashion_mnist", synthetic=False, n_train=10_000, n_val=2_000,
-        n_test=2_000, augment=False, batch_size=256, epochs=8, seeds=3, ns_seeds=3,
+        n_test=2_000, augment=False, batch_size=256, epochs=8, seeds=3, ns_seeds=1, ablation_seeds=2,
         t51_epochs=10, t51_milestones=(6, 8), t51_seeds=2, t51_adam_lr=1e-3, t51_sgdm_wd=1e-3,
         thresholds=(60, 75, 80, 85, 88),
         t54_epochs=3, t54_seeds=1, cos_epochs=3, cos_every=10, rep_every=10, sym_epochs=3,
         sym_every=1, f514_n_train=4_000, f514_epochs=1, f514_seeds=3,
         f57_n_train=None, f57_n_val=5_000, f57_batch=1024, f57_eval_every=5,
         bt_steps=150, bt_batch=256, bt_eval_every=10, vae_steps=1500, vae_eval_every=100,
-        vae_seeds=3, workers=2, executor="local",
+        unsup_seeds=3, workers=2, executor="local",
     ),
     "paper": dict(
         dataset="cifar10", synthetic=False, n_train=40_000, n_val=10_000, n_test=None,
-        augment=True, batch_size=1024, epochs=100, seeds=5, ns_seeds=5,
+        augment=True, batch_size=1024, epochs=100, seeds=5, ns_seeds=5, ablation_seeds=5,
         suite_models=("basic_cnn", "resnet20", "resnet44", "resnet18_tv", "resnet34_tv",
                       "resnet50_tv", "densenet121_tv", "densenet161_tv", "resnext50_32x4d_tv",
                       "wide_resnet50_2_tv"), widths={},
@@ -94,9 +96,9 @@ ORTHOGONAL: dict[str, dict[str, Any]] = {
         f514_model="resnet20", f514_batches=(4, 32, 1024), f514_n_train=40_000, f514_epochs=100,
         f514_seeds=1,
         f57_model="resnet34_tv", f57_n_train=None, f57_n_val=5_000, f57_batch=1024,
-        f57_eval_every=0,
+        f57_eval_every=0, source_analogue={},
         bt_steps=150, bt_batch=256, bt_eval_every=10, vae_steps=200_000, vae_eval_every=2_000,
-        vae_seeds=3, workers=1, executor="local",  # "ray" on a cluster (pip install .[distributed])
+        unsup_seeds=3, workers=1, executor="local",  # "ray" on a cluster (pip install .[distributed])
     ),
 }
 
@@ -188,6 +190,64 @@ def with_probes(s: Mapping[str, Any], configs: list[RunConfig]) -> list[dict[str
     return [probe_callbacks(s, cfg) for cfg in configs]
 
 
+def ablation_configs(s: Mapping[str, Any], variants, models) -> list[RunConfig]:
+    """Tables 5.5/5.6: ``ablation_seeds`` seeds per (model, variant). SGDM and Orth-SGDM are
+    the suite's runs (seeds 0, 1, ...), so they are shared through the cache."""
+    return suite_configs(s, variants, models=models, seeds=s["ablation_seeds"])
+
+
+def fig57_configs(s: Mapping[str, Any]) -> list[RunConfig]:
+    """Fig 5.7's reduced analogue: the whole Fashion-MNIST train split, one epoch, validation
+    every ``f57_eval_every`` steps (SGDM, Orth-SGDM). Also the paper profile's stand-in when
+    ImageNet is absent."""
+    model = "basic_cnn" if s["dataset"] != "fashion_mnist" else s["f57_model"]
+    return [untuned(s, model, v, dataset="fashion_mnist", n_train=s["f57_n_train"],
+                    n_val=s["f57_n_val"], n_test=s["f57_n_val"], augment=False, width=1.0,
+                    batch_size=s["f57_batch"], epochs=1, eval_every_steps=s["f57_eval_every"] or 5)
+            for v in ("sgdm", "orth_sgdm")]
+
+
+def section_runs(s: Mapping[str, Any]) -> dict[str, tuple[list[RunConfig], list[dict]]]:
+    """Every training run of the notebook: section -> (configs, one callbacks spec each)."""
+    t51 = [c for cs in table51_configs(s).values() for c in cs]
+    t54 = [c for cs in table54_configs(s).values() for c in cs]
+    suite = suite_configs(s, ("sgdm", "orth_sgdm")) + \
+        suite_configs(s, ("ns_orth_sgdm",), seeds=s["ns_seeds"])
+    cos = [untuned(s, s["cos_model"], v, lr=lr, epochs=s["cos_epochs"])
+           for lr in s["cos_lrs"] for v in ("sgdm", "orth_sgdm")]
+    f514 = [untuned(s, s["f514_model"], v, seed=k, batch_size=b, n_train=s["f514_n_train"],
+                    epochs=s["f514_epochs"])
+            for b in s["f514_batches"] for v in ("sgdm", "orth_sgdm") for k in range(s["f514_seeds"])]
+    sym = [untuned(s, m, "sgdm", epochs=s["sym_epochs"]) for m in s["sym_models"]]
+    sections = {
+        "suite": suite, "table5.1": t51, "table5.4": t54, "fig5.7": fig57_configs(s),
+        "table5.5": ablation_configs(s, ("sgdm", "n_sgdm", "cn_sgdm", "orth_sgdm"), s["t55_models"]),
+        "table5.6": ablation_configs(s, ("sgdm", "orth_sgdm", "conv_orth_sgdm"), s["t56_models"]),
+        "fig5.14": f514,
+    }
+    out = {k: (v, with_probes(s, v)) for k, v in sections.items()}
+    out["fig5.10"] = (cos, [{"filter_cos": {"layers": list(s["cos_layers"]), "every": s["cos_every"]}}] * len(cos))
+    out["figI"] = (sym, [{"symmetry": {"layer": s["sym_layer"], "every": s["sym_every"]}}] * len(sym))
+    return out
+
+
+_COST = {"resnet": 4.0, "densenet": 8.0, "basic_cnn": 1.0, "mlp": 0.1}  # rough relative step cost
+
+
+def run_cost(cfg: RunConfig) -> float:
+    """A rough relative cost of a run, to start the longest first (fewer idle workers)."""
+    unit = next((v for k, v in _COST.items() if cfg.model.startswith(k)), 4.0)
+    n = cfg.n_train or 50_000
+    return unit * cfg.epochs * n * (1.5 if cfg.grad_transform == "orth" else 1.0)
+
+
+def all_runs(s: Mapping[str, Any]) -> tuple[list[RunConfig], list[dict]]:
+    """The union of `section_runs`, longest first (duplicates are trained once by the sweep)."""
+    pairs = [p for cfgs, cbs in section_runs(s).values() for p in zip(cfgs, cbs)]
+    pairs.sort(key=lambda p: -run_cost(p[0]))
+    return [p[0] for p in pairs], [p[1] for p in pairs]
+
+
 # ----------------------------------------------------------------------------- summaries
 def variant_of(cfg: RunConfig) -> str:
     """The ``VARIANTS`` name of an SGDM-family config (``"sgdm"``, ``"orth_sgdm"``, ...)."""
@@ -249,3 +309,37 @@ def running_mean(x, n: int) -> np.ndarray:
     idx = np.arange(1, len(x) + 1)
     lo = np.maximum(idx - n, 0)
     return (c[idx] - c[lo]) / (idx - lo)
+
+
+# ----------------------------------------------------------------------------- source numbers
+def read_source(table: str, root=None) -> pd.DataFrame:
+    """The source's table ``"5.1"`` ... ``"5.6"`` from ``data/reference/ch06_table<N>.csv``,
+    with ``opt`` renamed ``variant`` and table 5.6's long form pivoted to ``<metric>_mean/_se``."""
+    from .provenance import repo_root
+
+    path = (root or repo_root() / "data" / "reference") / f"ch06_table{table}.csv"
+    if not path.is_file():
+        raise ValueError(f"no source table {table!r} at {path}")
+    df = pd.read_csv(path).rename(columns={"opt": "variant"})
+    if table == "5.6":
+        df = df.pivot_table(index=["model", "variant"], columns="metric", values=["mean", "se"],
+                            sort=False)
+        df.columns = [f"{metric}_{stat}" for stat, metric in df.columns]
+        df = df.reset_index()
+    return df
+
+
+def beside_source(ours: pd.DataFrame, source: pd.DataFrame, on: list[str],
+                  analogue: Mapping[str, str] | None = None) -> pd.DataFrame:
+    """Our rows with the source's numbers for the same keys as ``source_*`` columns.
+
+    ``analogue`` maps a reduced model to the source model it stands for (quick profile:
+    ResNet-8-FM for ResNet-20); models without a counterpart get empty source cells.
+    """
+    left = ours.copy()
+    if "model" in on:
+        left["source_model"] = left["model"].map(lambda m: (analogue or {}).get(m, m))
+    keys = ["source_model" if k == "model" else k for k in on]
+    right = source.rename(columns={"model": "source_model"})
+    right = right.rename(columns={c: f"source_{c}" for c in right.columns if c not in keys})
+    return left.merge(right, on=keys, how="left")

@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import warnings
 from collections import defaultdict
-from typing import Iterable, Literal
+from collections.abc import Iterable
+from typing import Literal
 
 import torch
 from torch import nn

@@ -23,7 +23,7 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 
-from .similarity import channel_similarity, pairwise_abs_cos, rowwise_cos, five_numbers
+from .similarity import channel_similarity, five_numbers, pairwise_abs_cos, rowwise_cos
 
 
 def _module(model: torch.nn.Module, name: str) -> torch.nn.Module:

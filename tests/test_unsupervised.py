@@ -4,7 +4,7 @@ parts the source names, and the count transform inverts the normalisation."""
 import numpy as np
 import torch
 
-from lalr_core.data import load_data, normalise
+from lalr_core.data import normalise
 from lalr_core.models import BarlowTwins, PoissonVAE, basic_cnn_trunk
 from lalr_core.orthogonal import select_params
 from lalr_core.unsupervised import _counts, barlow_twins_unit, vae_unit

@@ -41,7 +41,6 @@ import pandas as pd
 from lalr_core import orth_experiments as ox
 from lalr_core.experiments import chapter_settings, train_runs
 from lalr_core.figures import FigureWriter, bplot_stats, set_style
-from lalr_core.provenance import repo_root
 from lalr_core.runs import RunCache, cached, sweep
 from lalr_core.similarity import random_abs_cos_mean, random_cos_threshold
 from lalr_core.unsupervised import barlow_twins_unit, vae_unit
@@ -49,9 +48,30 @@ from lalr_core.unsupervised import barlow_twins_unit, vae_unit
 S = chapter_settings("06", profile, overrides)   # validated before any compute
 out = FigureWriter("06_orthogonal_sgdm", profile, "06_orthogonal_sgdm.ipynb")
 set_style()
-REF = repo_root() / "data" / "reference"
 SGDM, ORTH = dict(color="C0", ls="--", label="SGDM"), dict(color="C1", ls="-", label="Orth-SGDM")
+SECTIONS = ox.section_runs(S)   # section -> (run configs, probes attached to each)
+
+
+def runs(section):
+    """Configs and results of one section (from the cache once the sweep below has run)."""
+    cfgs, callbacks = SECTIONS[section]
+    return cfgs, train_runs(cfgs, callbacks=callbacks, workers=S["workers"], executor=S["executor"])
+
+
 pd.Series(S, dtype=object).to_frame("setting")
+
+# %% [markdown]
+# ## Training · every run of the chapter in one sweep
+#
+# All classification runs of the sections below go through one cached, resumable sweep, longest
+# first, so the workers stay busy (at paper scale, `overrides={"executor": "ray"}` sends it to a
+# Ray cluster). A killed notebook resumes here and loses at most the runs in flight. Each section
+# then reads its runs from the cache; plotting never retrains.
+
+# %%
+all_cfgs, all_callbacks = ox.all_runs(S)
+_ = train_runs(all_cfgs, callbacks=all_callbacks, workers=S["workers"], executor=S["executor"])
+f"{len(all_cfgs)} runs"
 
 # %% [markdown]
 # ## §5.4.1.1 · Untuned SGDM vs Orthogonal-SGDM on a suite of models
@@ -60,15 +80,13 @@ pd.Series(S, dtype=object).to_frame("setting")
 # G20), on ten CIFAR-10 models, five runs. Quick: BasicCNN-FM, ResNet-8-FM and an MLP on 10k
 # Fashion-MNIST images, batch 256, 8 epochs, 3 seeds. The same runs feed table 5.3, figs 5.1,
 # 5.3–5.6, G.1, and (seed 0, via probes attached during training) figs 5.12 and 5.13. We also train
-# Orth-SGDM with Newton–Schulz instead of the SVD to measure the accuracy cost of the approximation.
+# Orth-SGDM with Newton–Schulz instead of the SVD (`ns_seeds` seeds, paired with the SVD runs of the
+# same seeds: same initialisation and data order) to measure the accuracy cost of the approximation.
 
 # %%
-suite_cfgs = ox.suite_configs(S, ("sgdm", "orth_sgdm"))
-ns_cfgs = ox.suite_configs(S, ("ns_orth_sgdm",), seeds=S["ns_seeds"])
-suite_res = train_runs(suite_cfgs + ns_cfgs, callbacks=ox.with_probes(S, suite_cfgs + ns_cfgs),
-                       workers=S["workers"], executor=S["executor"])
-suite = ox.run_table(suite_cfgs + ns_cfgs, suite_res)
-hist = {(c.model, ox.variant_of(c), c.seed): r for c, r in zip(suite_cfgs + ns_cfgs, suite_res)}
+suite_cfgs, suite_res = runs("suite")
+suite = ox.run_table(suite_cfgs, suite_res)
+hist = {(c.model, ox.variant_of(c), c.seed): r for c, r in zip(suite_cfgs, suite_res)}
 suite.groupby(["model", "variant"])[["test_acc", "wall_time_s"]].mean()
 
 # %% [markdown]
@@ -80,17 +98,16 @@ suite.groupby(["model", "variant"])[["test_acc", "wall_time_s"]].mean()
 
 # %%
 t53 = ox.mean_se(suite[suite.variant != "ns_orth_sgdm"], ["model", "variant"])
-wide = t53.pivot(index="model", columns="variant", values=["test_loss_mean", "test_loss_se",
-                                                           "test_acc_mean", "test_acc_se"])
+t53 = ox.beside_source(t53, ox.read_source("5.3"), ["model", "variant"], S["source_analogue"])
+out.save_table(t53, "table5.3", params=S, note="source_* = the source's cells for the (analogous) model")
+wide = t53.pivot(index="model", columns="variant", values=["test_acc_mean", "test_acc_se", "source_test_acc_mean"])
 wide.columns = [f"{a}:{b}" for a, b in wide.columns]
-src53 = pd.read_csv(REF / "ch06_table5.3.csv")
-out.save_table(wide.reset_index(), "table5.3", params=S, note="ours; source in data/reference")
 gap = wide["test_acc_mean:orth_sgdm"] - wide["test_acc_mean:sgdm"]
 tol = np.hypot(wide["test_acc_se:orth_sgdm"], wide["test_acc_se:sgdm"])
 out.check("table5.3", "Orth-SGDM test accuracy >= SGDM's on every model (within SE)",
           bool((gap >= -tol).all()), ours={m: round(float(v), 2) for m, v in gap.items()},
           source="Orth - SGDM: +3.1 (BasicCNN) to +18.5 (ResNet-50) points")
-display(wide.round(3)); display(src53.pivot(index="model", columns="opt", values="test_acc_mean"))
+wide.round(2)
 
 # %% [markdown]
 # ### Figs 5.1, 5.3–5.6 and G.1 · learning curves of one run
@@ -164,18 +181,17 @@ out.check("figG.1B", "all models: Orth-SGDM below SGDM at epoch 1 (validation lo
 # run ("an increase of 12.2 %"; 96.4/790.3 is the SVD *share*, the increase would be 13.9 %,
 # digest G25). Newton–Schulz (Muon's quintic iteration) is cheaper but only approximately
 # orthogonal: singular values land in [0.68, 1.14] instead of 1. Below: test accuracy of the two
-# and the wall-time ratio of each Orth-SGDM run to its SGDM twin (same process, same machine;
-# `make bench` measures the per-step overhead in isolation).
+# (the time cost is measured by `make bench` as ratios in one run; the wall times of these runs,
+# trained two at a time in parallel processes, are too noisy for that).
 
 # %%
-ns = ox.mean_se(suite, ["model", "variant"], cols=("test_acc", "wall_time_s"))
+ns = ox.mean_se(suite[suite.seed < S["ns_seeds"]], ["model", "variant"], cols=("test_acc",))  # paired seeds
 ns_table = ns.pivot(index="model", columns="variant", values="test_acc_mean")
-wall = ns.pivot(index="model", columns="variant", values="wall_time_s_mean")
 ns_table["svd_minus_ns"] = ns_table["orth_sgdm"] - ns_table["ns_orth_sgdm"]
-ns_table["wall_ratio_svd"] = wall["orth_sgdm"] / wall["sgdm"]
-ns_table["wall_ratio_ns"] = wall["ns_orth_sgdm"] / wall["sgdm"]
 out.save_table(ns_table.reset_index(), "ns_vs_svd", params=S,
-               note="not a source item: accuracy and wall-time cost of Newton-Schulz vs SVD")
+               note="not a source item: test accuracy (%) of Newton-Schulz vs SVD Orth-SGDM")
+out.check("ns_vs_svd", "(ours, not the source's) Newton-Schulz Orth-SGDM within 1 point of SVD Orth-SGDM, every model",
+          bool((ns_table["svd_minus_ns"].abs() <= 1).all()), ours=ns_table["svd_minus_ns"].round(2).to_dict())
 ns_table.round(3)
 
 # %% [markdown]
@@ -192,14 +208,11 @@ ns_table.round(3)
 
 # %%
 t51 = ox.table51_configs(S)
-flat = [c for cs in t51.values() for c in cs]
-t51_res = train_runs(flat, workers=S["workers"], executor=S["executor"])
+flat, t51_res = runs("table5.1")
 names = [n for n, cs in t51.items() for _ in cs]
 t51_df = ox.run_table(flat, t51_res).assign(optimizer=names)
 table51 = ox.mean_se(t51_df, ["optimizer"])
-src51 = pd.read_csv(REF / "ch06_table5.1.csv")
-table51 = table51.merge(src51.rename(columns=lambda c: c if c == "optimizer" else f"source_{c}"),
-                        on="optimizer", how="left")
+table51 = ox.beside_source(table51, ox.read_source("5.1"), ["optimizer"])
 out.save_table(table51, "table5.1", params=S)
 pairs = [(n, n[5:]) for n in t51 if n.startswith("orth_")]
 acc = table51.set_index("optimizer")["test_acc_mean"]
@@ -216,7 +229,7 @@ for (name, cfgs), start in zip(t51.items(), np.cumsum([0] + [len(c) for c in t51
     reached = [[ox.epochs_to_reach(r["history"], t) for t in thr] for r in t51_res[start:start + len(cfgs)]]
     rows.append({"optimizer": name, **{f"acc{t}": float(np.median(col)) if not np.isnan(col).any() else np.nan
                                        for t, col in zip(thr, np.array(reached).T)}})
-table52 = pd.DataFrame(rows)
+table52 = ox.beside_source(pd.DataFrame(rows), ox.read_source("5.2"), ["optimizer"])
 out.save_table(table52, "table5.2", params=S, note=f"median epoch over seeds; thresholds {thr} %")
 t52 = table52.set_index("optimizer")
 low = [f"acc{t}" for t in thr[:2]]
@@ -224,7 +237,7 @@ ok52 = {o: bool((np.nan_to_num(t52.loc[o, low], nan=1e9) <= np.nan_to_num(t52.lo
         for o, b in pairs}
 out.check("table5.2", f"at the {thr[0]} and {thr[1]} % marks each orthogonal variant needs <= its base's epochs",
           all(ok52.values()), ours=ok52, source="50 %: 1-2 epochs (orth) vs 4 (base)")
-display(table52); display(pd.read_csv(REF / "ch06_table5.2.csv"))
+table52
 
 # %% [markdown]
 # ## Table 5.4 · robustness to learning rate and momentum
@@ -237,22 +250,22 @@ display(table52); display(pd.read_csv(REF / "ch06_table5.2.csv"))
 
 # %%
 t54 = ox.table54_configs(S)
-flat54 = [c for cs in t54.values() for c in cs]
-res54 = train_runs(flat54, workers=S["workers"], executor=S["executor"])
+flat54, res54 = runs("table5.4")
 keys54 = [k for k, cs in t54.items() for _ in cs]
 df54 = ox.run_table(flat54, res54).assign(lr=[k[0] for k in keys54], momentum=[k[1] for k in keys54],
                                           base=[k[2] for k in keys54], orth=[k[3] for k in keys54])
 table54 = ox.mean_se(df54, ["lr", "momentum", "base", "orth"], cols=("test_acc",))
+table54 = ox.beside_source(table54, ox.read_source("5.4"), ["lr", "momentum", "base", "orth"])
 grid = table54.pivot_table(index=["lr", "momentum"], columns=["base", "orth"], values="test_acc_mean")
 out.save_table(table54, "table5.4", params=S)
 better = np.concatenate([(grid[(b, True)] >= grid[(b, False)]).to_numpy() for b in ("sgdm", "adam")])
-ranges = {f"{b}{'_orth' if o else ''}": float(np.ptp(grid[(b, o)])) for b in ("sgdm", "adam") for o in (False, True)}
+ranges = {f"{b}{'_orth' if o else ''}": float(np.ptp(grid[(b, o)])) for b in ("sgdm", "adam") for o in (False, True)}  # points
 out.check("table5.4", "Orth >= original in most grid cells", bool(better.mean() > 0.5),
           ours=f"{better.sum()}/{better.size} cells", source="40/40 cells")
 out.check("table5.4", "the accuracy range across the grid is narrower with orthogonalisation (SGDM and Adam)",
           ranges["sgdm_orth"] < ranges["sgdm"] and ranges["adam_orth"] < ranges["adam"],
-          ours={k: round(v * 100, 1) for k, v in ranges.items()})
-(grid * 100).round(2)
+          ours={k: round(v, 1) for k, v in ranges.items()})
+grid.round(2)
 
 # %% [markdown]
 # ## Fig 5.7 · ImageNet (ResNet-34), and its reduced analogue
@@ -281,12 +294,7 @@ else:
     if profile == "paper":
         print("ImageNet is not under the data root (see lalr_core.imagenet.require_imagenet): "
               "fig 5.7 shows the reduced Fashion-MNIST analogue instead.")
-    cfgs57 = [ox.untuned(S, "basic_cnn" if profile == "paper" else S["f57_model"], v,
-                         dataset="fashion_mnist", n_train=S["f57_n_train"], n_val=S["f57_n_val"],
-                         n_test=S["f57_n_val"], augment=False, batch_size=S["f57_batch"], epochs=1,
-                         eval_every_steps=S["f57_eval_every"] or 5)
-              for v in ("sgdm", "orth_sgdm")]
-    res57 = train_runs(cfgs57, workers=S["workers"], executor=S["executor"])
+    _, res57 = runs("fig5.7")
     xs = {v: (r["evals"]["step"], r["evals"]["val_acc"]) for v, r in zip(("none", "orth"), res57)}
     xlabel = "step (one epoch)"
 fig, ax = plt.subplots(figsize=(7, 4))
@@ -312,7 +320,7 @@ out.check("fig5.7", "Orth-SGDM's validation accuracy is above SGDM's at most eva
 bt_params = [dict(dataset=S["dataset"], synthetic=S["synthetic"], n_train=S["n_train"], n_val=S["n_val"],
                   n_test=S["n_test"], steps=S["bt_steps"], batch=S["bt_batch"], lr=0.2, momentum=0.9,
                   wd=1.5e-6, eta=1e-3, lambd=5e-3, noise=0.1, projector=(256, 256), orth=o, seed=k)
-             for o in (False, True) for k in range(S["vae_seeds"])]
+             for o in (False, True) for k in range(S["unsup_seeds"])]
 if on_imagenet:  # the paper setting: ResNet-50 Barlow Twins on ImageNet, official defaults
     def bt_imagenet(p):
         return imagenet.train_imagenet_barlow_twins(p, checkpoint_dir=RunCache().checkpoint_dir("ch06_bt_imagenet", p))
@@ -325,7 +333,7 @@ fig, ax = plt.subplots(figsize=(7, 4))
 steps = np.arange(1, len(loss[False]) + 1)
 ax.plot(steps, loss[False], color="C0", label="LARS"); ax.plot(steps, loss[True], color="C1", label="Orth-LARS")
 ax.set_xlabel("step"); ax.set_ylabel("Barlow Twins loss"); ax.set_yscale("log"); ax.legend()
-out.savefig(fig, "fig5.8", params=bt_params[0], seeds=list(range(S["vae_seeds"])),
+out.savefig(fig, "fig5.8", params=bt_params[0], seeds=list(range(S["unsup_seeds"])),
             note="ImageNet" if on_imagenet else "reduced analogue (Fashion-MNIST)")
 n100 = min(100, len(steps))
 out.check("fig5.8", "Orth-LARS's Barlow Twins loss is lower over the first 100 steps (seed mean)",
@@ -345,14 +353,14 @@ out.check("fig5.8", "Orth-LARS's Barlow Twins loss is lower over the first 100 s
 # %%
 vae_params = [dict(dataset=S["dataset"], synthetic=S["synthetic"], n_train=S["n_train"], n_val=S["n_val"],
                    n_test=S["n_test"], steps=S["vae_steps"], batch=128, lr=1e-3, eval_every=S["vae_eval_every"],
-                   orth=o, seed=k) for o in (False, True) for k in range(S["vae_seeds"])]
+                   orth=o, seed=k) for o in (False, True) for k in range(S["unsup_seeds"])]
 vae = sweep(vae_unit, vae_params, name="ch06_vae", workers=S["workers"], executor=S["executor"])
 mse = {o: np.mean([r["evals"]["mse"] for p, r in zip(vae_params, vae) if p["orth"] == o], axis=0) for o in (False, True)}
 ev_steps = vae[0]["evals"]["step"]
 fig, ax = plt.subplots(figsize=(7, 4))
 ax.plot(ev_steps, mse[False], color="C0", label="Adam"); ax.plot(ev_steps, mse[True], color="C1", label="Orth-Adam")
 ax.set_xlabel("step"); ax.set_ylabel("held-out MSE (counts$^2$)"); ax.legend()
-out.savefig(fig, "fig5.9", params=vae_params[0], seeds=list(range(S["vae_seeds"])))
+out.savefig(fig, "fig5.9", params=vae_params[0], seeds=list(range(S["unsup_seeds"])))
 frac = float(np.mean(mse[True][1:] <= mse[False][1:]))
 out.check("fig5.9", "Orth-Adam's held-out MSE <= Adam's at most checkpoints (3-seed mean)", frac > 0.5,
           ours=f"{100 * frac:.0f} % of checkpoints")
@@ -370,10 +378,7 @@ out.check("fig5.9", "Orth-Adam's held-out MSE <= Adam's at most checkpoints (3-s
 # above Orth's (mean over sampled batches); at η = 0.01 that gap shrinks or reverses.
 
 # %%
-cos_cfgs = [ox.untuned(S, S["cos_model"], v, lr=lr, epochs=S["cos_epochs"])
-            for lr in S["cos_lrs"] for v in ("sgdm", "orth_sgdm")]
-cos_res = train_runs(cos_cfgs, callbacks={"filter_cos": {"layers": list(S["cos_layers"]), "every": S["cos_every"]}},
-                     workers=S["workers"], executor=S["executor"])
+cos_cfgs, cos_res = runs("fig5.10")
 cos = {(c.lr, ox.variant_of(c)): r["callbacks"]["filter_cos"] for c, r in zip(cos_cfgs, cos_res)}
 gaps = {}
 for lr, item in zip(S["cos_lrs"], ("fig5.10", "fig5.11")):
@@ -437,13 +442,14 @@ out.check("fig5.12", "Orth-SGDM's E[R_l] trends downward over training", bool(or
 # *Source:* test accuracy SGDM ≤ N-SGDM (per-tensor normalised) < Orth-SGDM on every model;
 # CN-SGDM (each filter's gradient normalised, no ε) is between them when it trains and often
 # diverges (0.00 ± 0.00: a filter with zero gradient divides by zero). Diverged runs count as 0 %
-# (digest G22). *Checks:* ordering SGDM ≤ N-SGDM < Orth-SGDM on every model; CN-SGDM ≈ N-SGDM or
+# (digest G22). Quick: BasicCNN-FM and ResNet-8-FM, `ablation_seeds` = 2 seeds (the SGDM and
+# Orth-SGDM runs are the suite's). *Checks:* ordering SGDM ≤ N-SGDM < Orth-SGDM on every model; CN-SGDM ≈ N-SGDM or
 # diverged.
 
 # %%
-t55_cfgs = ox.suite_configs(S, ("sgdm", "n_sgdm", "cn_sgdm", "orth_sgdm"), models=S["t55_models"])
-t55_res = train_runs(t55_cfgs, callbacks=ox.with_probes(S, t55_cfgs), workers=S["workers"], executor=S["executor"])
+t55_cfgs, t55_res = runs("table5.5")
 t55 = ox.mean_se(ox.run_table(t55_cfgs, t55_res), ["model", "variant"], cols=("test_acc",))
+t55 = ox.beside_source(t55, ox.read_source("5.5"), ["model", "variant"], S["source_analogue"])
 out.save_table(t55, "table5.5", params=S)
 acc55 = t55.pivot(index="model", columns="variant", values="test_acc_mean")
 order = ((acc55["n_sgdm"] >= acc55["sgdm"]) & (acc55["orth_sgdm"] > acc55["n_sgdm"]))
@@ -453,7 +459,7 @@ out.check("table5.5", "SGDM <= N-SGDM < Orth-SGDM on every model", bool(order.al
           ours=acc55.round(2).to_dict(orient="index"))
 out.check("table5.5", "CN-SGDM is within 2 points of N-SGDM or diverges", bool(cn_ok.all()),
           ours={m: ("diverged" if div55[m] else round(float(acc55.loc[m, "cn_sgdm"]), 2)) for m in acc55.index})
-display(acc55.round(2)); display(pd.read_csv(REF / "ch06_table5.5.csv").pivot(index="model", columns="opt", values="test_acc_mean"))
+t55.pivot(index="model", columns="variant", values=["test_acc_mean", "source_test_acc_mean"]).round(2)
 
 # %% [markdown]
 # ## Fig 5.13 · temporarily disabled parameters
@@ -494,9 +500,9 @@ ends
 # (or better) of all-layer Orth; both above SGDM.
 
 # %%
-t56_cfgs = ox.suite_configs(S, ("sgdm", "orth_sgdm", "conv_orth_sgdm"), models=S["t56_models"])
-t56_res = train_runs(t56_cfgs, callbacks=ox.with_probes(S, t56_cfgs), workers=S["workers"], executor=S["executor"])
+t56_cfgs, t56_res = runs("table5.6")
 t56 = ox.mean_se(ox.run_table(t56_cfgs, t56_res), ["model", "variant"])
+t56 = ox.beside_source(t56, ox.read_source("5.6"), ["model", "variant"], S["source_analogue"])
 out.save_table(t56, "table5.6", params=S)
 a56 = t56.pivot(index="model", columns="variant", values="test_acc_mean")
 se56 = t56.pivot(index="model", columns="variant", values="test_acc_se")
@@ -504,8 +510,9 @@ conv_ok = a56["conv_orth_sgdm"] >= a56["orth_sgdm"] - np.hypot(se56["conv_orth_s
 out.check("table5.6", "conv-only Orth-SGDM within SE of (or above) all-layer Orth-SGDM", bool(conv_ok.all()),
           ours=a56.round(2).to_dict(orient="index"))
 out.check("table5.6", "both orthogonal variants beat SGDM on every model",
-          bool(((a56["orth_sgdm"] > a56["sgdm"]) & (a56["conv_orth_sgdm"] > a56["sgdm"])).all()))
-a56.round(2)
+          bool(((a56["orth_sgdm"] > a56["sgdm"]) & (a56["conv_orth_sgdm"] > a56["sgdm"])).all()),
+          ours=a56.round(2).to_dict(orient="index"))
+t56.pivot(index="model", columns="variant", values=["test_acc_mean", "source_test_acc_mean"]).round(2)
 
 # %% [markdown]
 # ## Fig 5.14 · small mini-batches
@@ -517,10 +524,8 @@ a56.round(2)
 # batch 4 is ≤ 0 or smaller than at the largest batch, where it is > 0.
 
 # %%
-f514_cfgs = [ox.untuned(S, S["f514_model"], v, seed=k, batch_size=b, n_train=S["f514_n_train"],
-                        epochs=S["f514_epochs"])
-             for b in S["f514_batches"] for v in ("sgdm", "orth_sgdm") for k in range(S["f514_seeds"])]
-f514 = ox.run_table(f514_cfgs, train_runs(f514_cfgs, workers=S["workers"], executor=S["executor"]))
+f514_cfgs, f514_res = runs("fig5.14")
+f514 = ox.run_table(f514_cfgs, f514_res)
 f514s = ox.mean_se(f514, ["batch_size", "variant"], cols=("val_acc",))
 fig, ax = plt.subplots(figsize=(6, 4))
 for v, style in (("sgdm", SGDM), ("orth_sgdm", ORTH)):
@@ -548,9 +553,7 @@ out.check("fig5.14", "Orth - SGDM gap <= 0 (or smaller than at the largest batch
 # |median φ(π)| is smaller; with skips |mean φ(π)| is no larger than without.
 
 # %%
-sym_cfgs = [ox.untuned(S, m, "sgdm", epochs=S["sym_epochs"]) for m in S["sym_models"]]
-sym_res = train_runs(sym_cfgs, callbacks={"symmetry": {"layer": S["sym_layer"], "every": S["sym_every"]}},
-                     workers=S["workers"], executor=S["executor"])
+sym_cfgs, sym_res = runs("figI")
 shift = {}
 for cfg, res, item in zip(sym_cfgs, sym_res, ("figI.1", "figI.2")):
     sym = res["callbacks"]["symmetry"]

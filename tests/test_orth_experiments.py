@@ -1,0 +1,72 @@
+"""Chapter-06 settings, run builders, summaries and the source tables."""
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from lalr_core import orth_experiments as ox
+from lalr_core.experiments import chapter_settings, train_runs
+from lalr_core.profiles import RunConfig
+from lalr_core.runs import RunCache
+
+
+def test_orth_settings_resolve_and_builders_are_consistent():
+    for profile in ("smoke", "quick", "paper"):
+        s = chapter_settings("06", profile)
+        suite = ox.suite_configs(s)
+        assert len(suite) == len(s["suite_models"]) * 2 * s["seeds"]
+        probes = ox.with_probes(s, suite)
+        assert sum("representations" in p for p in probes) == 2 and sum("zero_grad" in p for p in probes) == 2
+        t51 = ox.table51_configs(s)
+        assert {n for n in t51 if not n.startswith("orth_")} >= {"sgdm", "adam", "sgdm_clip", "adam_clip"}
+        assert all(c.grad_transform == "orth" for n, cs in t51.items() if n.startswith("orth_") for c in cs)
+    paper = chapter_settings("06", "paper")
+    c = ox.untuned(paper, "resnet20", "orth_sgdm")
+    assert (c.dataset, c.batch_size, c.lr, c.momentum, c.wd, c.epochs, c.n_train, c.n_val, c.augment) == (
+        "cifar10", 1024, 1e-2, 0.9, 5e-4, 100, 40_000, 10_000, True)
+    sgdm = ox.table51_configs(paper)["sgdm"][0]
+    assert (sgdm.lr, sgdm.momentum, sgdm.wd, sgdm.milestones, sgdm.epochs) == (0.05, 0.85, 1e-2, (100, 150), 200)
+    with pytest.raises(ValueError, match="unknown variant"):
+        ox.untuned(paper, "resnet20", "orth_lion")
+    with pytest.raises(ValueError, match="unknown setting"):
+        chapter_settings("06", "quick", {"seedz": 2})
+
+
+def test_summaries():
+    h = pd.DataFrame({"epoch": [1, 2, 3], "val_acc": [0.5, 0.79, 0.81]})
+    assert ox.epochs_to_reach(h, 80) == 3 and np.isnan(ox.epochs_to_reach(h, 90))
+    np.testing.assert_allclose(ox.running_mean([1, 2, 3, 4], 2), [1, 1.5, 2.5, 3.5])
+    df = pd.DataFrame({"m": ["a", "a", "a"], "test_acc": [0.8, 0.9, 1.0], "test_loss": [1, 2, 3],
+                       "diverged": [False] * 3})
+    row = ox.mean_se(df, ["m"]).iloc[0]
+    assert row["test_acc_mean"] == pytest.approx(90) and row["test_acc_se"] == pytest.approx(10 / math.sqrt(3))
+
+
+def test_source_tables_beside_ours():
+    t53 = ox.read_source("5.3")
+    assert len(t53) == 20 and set(t53["variant"]) == {"sgdm", "orth_sgdm"}
+    t56 = ox.read_source("5.6")
+    assert {"test_acc_mean", "test_loss_se"} <= set(t56.columns) and len(t56) == 9
+    ours = pd.DataFrame({"model": ["resnet8", "mlp"], "variant": ["sgdm", "sgdm"], "test_acc_mean": [80, 70]})
+    both = ox.beside_source(ours, t53, ["model", "variant"], {"resnet8": "resnet20"})
+    assert both["source_test_acc_mean"].iloc[0] == pytest.approx(79.14)
+    assert np.isnan(both["source_test_acc_mean"].iloc[1])
+    grid = ox.beside_source(pd.DataFrame({"lr": [0.01], "momentum": [0.9], "base": ["sgdm"], "orth": [True]}),
+                            ox.read_source("5.4"), ["lr", "momentum", "base", "orth"])
+    assert grid["source_test_acc_mean"].iloc[0] == pytest.approx(87.44)
+    with pytest.raises(ValueError, match="no source table"):
+        ox.read_source("9.9")
+
+
+def test_train_runs_takes_one_callback_spec_per_config(tmp_path):
+    base = dict(dataset="fashion_mnist", synthetic=True, n_train=32, n_val=8, n_test=8, model="mlp",
+                batch_size=16, epochs=1, device="cpu")
+    cfgs = [RunConfig(**base), RunConfig(**base, grad_transform="orth")]
+    res = train_runs(cfgs, callbacks=[{}, {"zero_grad": {"layer": "net.1"}}], cache=RunCache(tmp_path))
+    assert res[0]["callbacks"] == {} and len(res[1]["callbacks"]["zero_grad"]) == 2
+    with pytest.raises(ValueError, match="callback specs"):
+        train_runs(cfgs, callbacks=[{}], cache=RunCache(tmp_path))
+    with pytest.raises(ValueError, match="unknown callbacks"):
+        train_runs(cfgs, callbacks={"zero_grads": {}}, cache=RunCache(tmp_path))

@@ -51,8 +51,12 @@ def svd_polar(M: torch.Tensor) -> torch.Tensor:
 
     Falls back to a float64 SVD of ``M`` when the float32 SVD fails to converge (rank-deficient
     gradients, the reason the thesis prefers SVD to QR, sec. 5.5.5). Raises
-    ``torch.linalg.LinAlgError`` only when that fails too.
+    ``torch.linalg.LinAlgError`` only when that fails too. A wide matrix is decomposed as its
+    transpose (``polar(M) = polar(M^T)^T``): CPU LAPACK is 2-3x faster on the tall side
+    (measured by `make bench`, ResNet-20's gradients).
     """
+    if M.shape[-2] < M.shape[-1]:
+        return svd_polar(M.mT).mT
     try:
         U, _, Vh = torch.linalg.svd(M, full_matrices=False)
     except torch.linalg.LinAlgError:
@@ -77,7 +81,8 @@ def newton_schulz(M: torch.Tensor, steps: int = NS_STEPS) -> torch.Tensor:
     """Approximate polar factor of ``M`` (``[..., m, n]``) by quintic Newton-Schulz iterations.
 
     Returns ``U p(S/||M||_F) V^T`` with ``p`` = `ns_singular_value_map`: the singular vectors
-    are exact, the singular values land near 1, not on it. Costs ``steps`` times three matrix
+    are exact, the singular values land in a band around 1, not on it (a user of Muon-style
+    updates should expect that, MoonshotAI/Moonlight#22). Costs ``steps`` times three matrix
     products on the smaller Gram side, no decomposition, so it runs well on GPUs and in bf16.
     Computed in float32 (float64 inputs stay float64).
     """
@@ -99,9 +104,9 @@ def orthogonalise(G: torch.Tensor, method: Literal["svd", "newton_schulz"] = "sv
 
     Args:
         G: gradient of one weight ``[c_out, ...]`` (conv ``[c_out, c_in, kh, kw]`` or linear
-            ``[out, in]``), or a stack of same-shaped ones ``[L, c_out, ...]`` when
-            ``batched``-ly called through `GradientTransform`. Flattened from dim 1, so the
-            rows are the filters/units (the components of eq. 5.3).
+            ``[out, in]``), flattened from dim 1, so the rows are the filters/units (the
+            components of eq. 5.3). `GradientTransform` stacks same-shaped layers and calls
+            `svd_polar`/`newton_schulz` on the stack, which work on batches ``[L, m, n]``.
         method: ``"svd"`` (exact ``U V^T``, the source's method) or ``"newton_schulz"`` (5
             quintic steps; singular values in a band around 1, see `ns_singular_value_map`).
         ns_steps: Newton-Schulz iterations.

@@ -70,3 +70,19 @@ def test_train_runs_takes_one_callback_spec_per_config(tmp_path):
         train_runs(cfgs, callbacks=[{}], cache=RunCache(tmp_path))
     with pytest.raises(ValueError, match="unknown callbacks"):
         train_runs(cfgs, callbacks={"zero_grads": {}}, cache=RunCache(tmp_path))
+
+
+def test_every_section_builds_valid_runs_and_the_sweep_starts_with_the_longest():
+    for profile in ("smoke", "quick", "paper"):
+        s = chapter_settings("06", profile)
+        sections = ox.section_runs(s)
+        assert set(sections) == {"suite", "table5.1", "table5.4", "fig5.7", "table5.5", "table5.6",
+                                 "fig5.14", "fig5.10", "figI"}
+        for cfgs, cbs in sections.values():
+            assert len(cfgs) == len(cbs) and all(isinstance(c, RunConfig) for c in cfgs)
+        cfgs, _ = ox.all_runs(s)
+        costs = [ox.run_cost(c) for c in cfgs]
+        assert costs == sorted(costs, reverse=True)
+    paper = ox.section_runs(chapter_settings("06", "paper"))
+    assert len(paper["table5.4"][0]) == 4 * 5 * 4 * 5      # lr x momentum x optimiser x 5 runs
+    assert {c.model for c in paper["suite"][0]} >= {"resnet20", "resnet44", "wide_resnet50_2_tv"}

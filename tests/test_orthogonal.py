@@ -169,7 +169,7 @@ def test_svd_failure_falls_back_per_tensor_and_continues(monkeypatch):
 
     def flaky(M, full_matrices=True):
         calls["n"] += 1
-        if M.ndim == 3 or torch.equal(M.float(), grads[1]):  # batched call and tensor 1 fail
+        if M.ndim == 3 or torch.equal(M.float().mT, grads[1]):  # batched call and tensor 1 fail
             raise torch.linalg.LinAlgError("did not converge")
         return real_svd(M, full_matrices=full_matrices)
 

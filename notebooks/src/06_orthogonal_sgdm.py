@@ -485,11 +485,11 @@ for v, panel in (("sgdm", "A"), ("orth_sgdm", "B")):
     out.savefig(fig, f"fig5.13{panel}", params=S, seeds=[0])
     ends[v] = {k: float(ox.running_mean(d[k], 50)[-1]) for k in ("zero", "below_eps")}
 ratio = {k: ends["orth_sgdm"][k] / max(ends["sgdm"][k], 1e-12) for k in ("zero", "below_eps")}
-for panel in "AB":
-    out.check(f"fig5.13{panel}", "Orth-SGDM ends with >= 2x SGDM's count of zero gradients (exact zeros)",
-              bool(ratio["zero"] >= 2), ours=ends, source="about 10x")
-    out.check(f"fig5.13{panel}", "Orth-SGDM ends with >= 2x SGDM's count of |g| <= 1e-4",
-              bool(ratio["below_eps"] >= 2), ours={k: round(r, 2) for k, r in ratio.items()})
+out.check("fig5.13A", "Orth-SGDM ends with >= 2x SGDM's count of exactly-zero gradients (the thesis's TDP)",
+          bool(ratio["zero"] >= 2), ours=ends, source="about 10x",
+          detail="" if ends["sgdm"]["zero"] + ends["orth_sgdm"]["zero"] else "no exact zeros in either run")
+out.check("fig5.13B", "Orth-SGDM ends with >= 2x SGDM's count of |g| <= 1e-4 (the source's code)",
+          bool(ratio["below_eps"] >= 2), ours={k: round(r, 2) for k, r in ratio.items()}, source="about 10x")
 ends
 
 # %% [markdown]

@@ -28,6 +28,19 @@
 # **At quick scale the numbers are not the source's**: the models, data and epochs are reduced,
 # so a check tests the *qualitative* claim. The source tables are shown for reference.
 
+# **Source issues we resolve (stated again at the affected figure).**
+# (i) §5.4.1 says "full pre-activation" ResNets, but its footnote and code use He et al.'s
+# post-activation CIFAR ResNet with option-A shortcuts; we use the latter (digest G12).
+# (ii) Figs 5.10/5.11 name "the fourth layer of a ResNet-20", which does not exist (G13), and
+# their captions say "gradient vectors" while eq. 5.10 and the code use filter weights (G14).
+# (iii) The text calls figs 5.5/5.6 the validation curves; their captions (which we follow) say
+# train. (iv) "An increase of 12.2 %" is the SVD's share of the run time, not the increase
+# (13.9 %) (G25). (v) Tables 5.5 and 5.3 are both "trained as in §5.4.1" yet their SGDM and
+# Orth-SGDM cells differ (e.g. ResNet-50 SGDM 69.35 vs 67.99), so they come from different runs.
+# (vi) The torchvision models are built with 10 outputs; the source's code kept the 1000-way
+# ImageNet head (cross-entropy on 10 labels is nearly unaffected). (vii) The P-VAE of fig 5.9 is
+# described with a Poisson *decoder*, the cited model has Poisson *latents*; we follow the thesis.
+
 # %%
 # parameters
 profile = "smoke"   # smoke | quick | paper

@@ -1,0 +1,220 @@
+"""ESD, power-law alpha (eqs. 1.5-1.9), HT-SR metrics (eqs. 3.2-3.4), Marchenko-Pastur (1.6)."""
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+import torch
+from scipy import integrate
+from torch import nn
+
+from lalr_core.spectral import (
+    alphas,
+    esd,
+    esds,
+    fit_alpha,
+    htsr_metrics,
+    layer_matrices,
+    marchenko_pastur_pdf,
+    matrix_entropy,
+    mp_edges,
+    rand_distance,
+)
+
+PL_RANGE = {"alpha": [1, 20]}      # powerlaw 2.0 clips alpha to [0, 3] by default
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread():
+    # MKL's threaded eigvalsh / svdvals stall for 1-8 s per call when the 2 cores are
+    # oversubscribed (measured on this machine, load ~4); one thread takes ~20 ms.
+    old = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(old)
+
+
+def _pareto(alpha, n, seed):
+    # pdf ~ x^-alpha on [1, inf): numpy's shape parameter is alpha - 1
+    return np.random.default_rng(seed).pareto(alpha - 1, n) + 1.0
+
+
+def _powerlaw_fit(x, **kw):
+    powerlaw = pytest.importorskip("powerlaw")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return powerlaw.Fit(x, verbose=False, parameter_ranges=PL_RANGE, **kw)
+
+
+# ---------------------------------------------------------------- alpha MLE vs powerlaw
+
+
+@pytest.mark.parametrize("alpha", [2, 3, 4])
+@pytest.mark.parametrize("n", [100, 1000])
+def test_fixed_xmin_alpha_matches_powerlaw(alpha, n):
+    x = _pareto(alpha, n, seed=alpha * n)
+    ours = fit_alpha(x, xmin="median")
+    ref = _powerlaw_fit(x, xmin=ours["xmin"]).power_law
+    assert ours["alpha"] == pytest.approx(ref.alpha, rel=0.02)
+    fixed = fit_alpha(x, xmin=ours["xmin"])
+    assert fixed["alpha"] == pytest.approx(ours["alpha"], rel=1e-12)
+    assert fixed["n_tail"] == ours["n_tail"] == n - n // 2
+
+
+@pytest.mark.parametrize("alpha,n", [(2, 100), (3, 100), (4, 100), (3, 400)])
+def test_ks_xmin_matches_powerlaw(alpha, n):
+    x = _pareto(alpha, n, seed=alpha * n)
+    ours = fit_alpha(x, xmin="ks")
+    ref = _powerlaw_fit(x)
+    assert ours["xmin"] == pytest.approx(ref.xmin, rel=1e-12)
+    assert ours["alpha"] == pytest.approx(ref.power_law.alpha, rel=0.02)
+    assert ours["ks_distance"] == pytest.approx(ref.power_law.D, abs=1e-9)
+
+
+def test_alpha_recovers_truth_and_is_scale_invariant():
+    x = _pareto(3, 2000, seed=1)
+    for rule in ("median", "ks"):
+        a = fit_alpha(x, xmin=rule)["alpha"]
+        assert a == pytest.approx(3, abs=0.15)
+        assert fit_alpha(7.3 * x, xmin=rule)["alpha"] == pytest.approx(a, rel=1e-10)
+
+
+def test_median_rule_is_tempbalance_index():
+    lam = torch.arange(1.0, 12.0)                       # N = 11 -> i = int(11 / 2) = 5
+    out = fit_alpha(lam, xmin="median")
+    tail = lam[5:].double()
+    assert out["xmin"] == 6.0 and out["n_tail"] == 6
+    assert out["alpha"] == pytest.approx(1 + 6 / float(torch.log(tail / 6).sum()))
+
+
+# ---------------------------------------------------------------- ESD
+
+
+@pytest.mark.parametrize("shape", [(30, 7), (7, 30), (12, 12)])
+def test_esd_smaller_gram_matches_literal_wtw(shape):
+    W = torch.randn(*shape, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    N = max(shape)
+    literal = torch.linalg.eigvalsh(W.T @ W / N)        # (m, m), eq. after 1.6
+    k = min(shape)
+    ours = esd(W, normalize=True)
+    assert ours.dtype == torch.float64 and ours.shape == (k,)
+    assert torch.all(ours[1:] >= ours[:-1])
+    torch.testing.assert_close(ours, literal[-k:], rtol=1e-10, atol=1e-12)
+    torch.testing.assert_close(esd(W), ours * N)
+
+
+def test_esd_of_conv_kernel_flatten_and_slices():
+    conv = nn.Conv2d(6, 4, 3)
+    mats = layer_matrices(nn.Sequential(conv), conv="flatten")
+    W = conv.weight.detach().double().reshape(4, -1)               # (4, 54)
+    literal = torch.linalg.eigvalsh(W.T @ W)[-4:]
+    torch.testing.assert_close(esd(mats["0"]), literal, rtol=1e-9, atol=1e-12)
+    sl = layer_matrices(nn.Sequential(conv), conv="slices", conv_norm=0.5)["0"]
+    assert sl.shape == (9, 4, 6)
+    Wk = (conv.weight.detach() * 0.5**0.5).double()                 # scaled as stored (fp32)
+    pooled = torch.cat([torch.linalg.svdvals(Wk[:, :, i, j])
+                        for i in range(3) for j in range(3)]) ** 2
+    torch.testing.assert_close(esd(sl), torch.sort(pooled).values, rtol=1e-9, atol=1e-12)
+
+
+def test_esds_batched_equals_per_layer():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(3, 8, 3), nn.Conv2d(8, 8, 3), nn.Conv2d(8, 8, 3),
+                          nn.Flatten(), nn.Linear(20, 8), nn.Linear(8, 8), nn.Linear(8, 8))
+    mats = layer_matrices(model)
+    batched = esds(model)
+    assert list(batched) == list(mats) == ["0", "1", "2", "4", "5", "6"]
+    for name, W in mats.items():
+        torch.testing.assert_close(batched[name], esd(W))
+    df = alphas(model, xmin="median")
+    assert list(df.index) == list(mats) and np.isfinite(df["alpha"]).all()
+
+
+# ---------------------------------------------------------------- Marchenko-Pastur
+
+
+def test_gaussian_esd_inside_mp_edges_and_follows_pdf():
+    W = torch.randn(400, 1000, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    lam = esd(W, normalize=True)
+    y = 0.4
+    a, b = mp_edges(y)
+    assert lam.min() > a * 0.9 and lam.max() < b * 1.03
+    hist, edges = np.histogram(lam.numpy(), bins=20, range=(a, b), density=True)
+    mids = torch.as_tensor(0.5 * (edges[1:] + edges[:-1]))
+    pdf = marchenko_pastur_pdf(mids, y).numpy()
+    assert np.abs(hist - pdf).sum() * (edges[1] - edges[0]) < 0.1      # L1 distance
+
+
+@pytest.mark.parametrize("y,s2", [(0.1, 1.0), (0.5, 2.0), (1.0, 0.3)])
+def test_mp_pdf_integrates_to_one(y, s2):
+    a, b = mp_edges(y, s2)
+    total, _ = integrate.quad(lambda x: float(marchenko_pastur_pdf(x, y, s2)), a, b, limit=200)
+    assert total == pytest.approx(1.0, abs=1e-6)
+    assert float(marchenko_pastur_pdf(b * 1.01, y, s2)) == 0.0
+
+
+# ---------------------------------------------------------------- HT-SR metrics
+
+
+def test_metrics_on_diagonal_matrix_closed_forms():
+    s = torch.tensor([4.0, 3.0, 2.0, 1.0, 0.5, 0.25, 0.125, 0.1], dtype=torch.float64)
+    W = torch.zeros(8, 12, dtype=torch.float64)
+    W[range(8), range(8)] = s
+    df = htsr_metrics({"d": W}, xmin="median")
+    row = df.loc["d"]
+    lam = s**2
+    a = fit_alpha(lam, xmin="median")["alpha"]
+    assert row["stable_rank"] == pytest.approx(float(lam.sum() / lam.max()))           # eq. 3.4
+    p = lam / lam.sum()
+    assert row["entropy"] == pytest.approx(float(-(p * p.log()).sum() / math.log(8)))  # eq. 3.2
+    assert row["norm"] == pytest.approx(float(lam.sum()))
+    assert row["log_norm"] == pytest.approx(math.log10(float(lam.sum())))
+    assert row["log_frobenius_norm"] == pytest.approx(math.log10(float(torch.linalg.norm(W))))
+    assert row["spectral_norm"] == pytest.approx(16.0)
+    assert row["log_spectral_norm"] == pytest.approx(math.log10(16.0))
+    assert row["alpha"] == pytest.approx(a)
+    assert row["alpha_weighted"] == pytest.approx(a * math.log10(16.0))
+    assert row["log_alpha_norm"] == pytest.approx(math.log10(float((lam**a).sum())))
+    assert 0.0 <= row["rand_distance"] <= math.log(2)
+
+
+def test_entropy_limits_and_rand_distance_of_random_matrix():
+    assert matrix_entropy(torch.ones(5, dtype=torch.float64), (5, 5)) == pytest.approx(1.0)
+    assert matrix_entropy(torch.tensor([3.0, 0.0, 0.0]), (3, 3)) == 0.0
+    g = torch.Generator().manual_seed(0)
+    iid = torch.randn(60, 120, generator=g, dtype=torch.float64)
+    low_rank = torch.randn(60, 2, generator=g, dtype=torch.float64) @ torch.randn(
+        2, 120, generator=g, dtype=torch.float64) + 0.01 * iid
+    assert rand_distance(iid) < rand_distance(low_rank)
+
+
+def test_htsr_metrics_on_model_has_all_columns():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(3, 16, 3), nn.Flatten(), nn.Linear(64, 32))
+    df = htsr_metrics(model, xmin="ks")
+    cols = {"alpha", "rand_distance", "stable_rank", "entropy", "norm", "log_norm",
+            "log_frobenius_norm", "spectral_norm", "log_spectral_norm", "alpha_weighted",
+            "log_alpha_norm"}
+    assert cols <= set(df.columns) and list(df.index) == ["0", "2"]
+    assert np.isfinite(df[sorted(cols)].to_numpy(dtype=float)).all()
+
+
+# ---------------------------------------------------------------- bad inputs
+
+
+def test_bad_inputs_raise_value_error():
+    with pytest.raises(ValueError, match="weight matrix"):
+        esd(torch.ones(5))
+    with pytest.raises(ValueError, match="1-D"):
+        fit_alpha(torch.ones(3, 3))
+    with pytest.raises(ValueError, match="xmin must be one of"):
+        fit_alpha(torch.arange(1.0, 10.0), xmin="mean")
+    with pytest.raises(ValueError, match="empty tail"):
+        fit_alpha(torch.arange(1.0, 10.0), xmin=100.0)
+    with pytest.raises(ValueError, match="conv must be"):
+        layer_matrices(nn.Linear(2, 2), conv="unfold")
+    with pytest.raises(ValueError, match="ratio"):
+        mp_edges(1.5)
+    with pytest.raises(ValueError, match="nn.Module or a dict"):
+        esds([torch.ones(2, 2)])

@@ -8,6 +8,8 @@ Served chapters: 04 (ResNet-20, BasicCNN, MLP), 06 (ResNet-20/44, BasicCNN), and
 seed 004 chapter 5 adds the torchvision ImageNet models (``*_tv``, Table 5.3 footnote 3), the
 BasicCNN with skips of appendix I, and the Barlow Twins trunk (fig 5.8). The fig 5.8/5.9
 self-supervised and generative models live in ``lalr_core.ssl_models`` and are re-exported here.
+Seed 001 (TempBalance) adds the ``*_cifar`` models of ``lalr_core.cifar_models``: ResNet-18/34/
+101/152, VGG-19, DenseNet-40, WRN-28-10 and MobileNetV2 with 3x3 stride-1 stems.
 """
 
 from __future__ import annotations
@@ -19,12 +21,13 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .cifar_models import CIFAR_MODEL_NAMES, build_cifar_model
 from .ssl_models import BarlowTwins, PoissonVAE, barlow_twins_loss, poisson_vae_loss
 
 __all__ = [
-    "MLP", "MODEL_NAMES", "TORCHVISION_NAMES", "BarlowTwins", "BasicCNN", "BasicCNNSkip",
-    "CifarResNet", "PoissonVAE", "ResNet9", "barlow_twins_loss", "basic_cnn_trunk", "build_model",
-    "check_model_name", "num_parameters", "poisson_vae_loss",
+    "CIFAR_MODEL_NAMES", "MLP", "MODEL_NAMES", "TORCHVISION_NAMES", "BarlowTwins", "BasicCNN",
+    "BasicCNNSkip", "CifarResNet", "PoissonVAE", "ResNet9", "barlow_twins_loss",
+    "basic_cnn_trunk", "build_model", "check_model_name", "num_parameters", "poisson_vae_loss",
 ]
 
 CIFAR_RESNET_DEPTHS = (8, 14, 20, 32, 44, 56, 110)  # depth = 6n + 2
@@ -284,7 +287,8 @@ def _torchvision_model(name: str, in_channels: int, num_classes: int, width: flo
 
 # ----------------------------------------------------------------------------- registry
 MODEL_NAMES = (("basic_cnn", "basic_cnn_skip", "mlp", "resnet9")
-               + tuple(f"resnet{d}" for d in CIFAR_RESNET_DEPTHS) + TORCHVISION_NAMES)
+               + tuple(f"resnet{d}" for d in CIFAR_RESNET_DEPTHS) + TORCHVISION_NAMES
+               + CIFAR_MODEL_NAMES)
 
 
 def check_model_name(name: str) -> str:
@@ -303,7 +307,9 @@ def build_model(name: str, *, in_channels: int = 3, num_classes: int = 10, width
             ``basic_cnn_skip``, ``mlp``, ... and the torchvision models ``resnet18_tv``,
             ``resnet50_tv``, ``densenet121_tv``, ... (``TORCHVISION_NAMES``; module names are
             torchvision's, e.g. ``layer2.1.conv2``; for ``in_channels != 3`` the first conv is
-            replaced by one with ``in_channels`` inputs).
+            replaced by one with ``in_channels`` inputs), and the seed 001 CIFAR models
+            ``resnet18_cifar`` ... ``resnet152_cifar``, ``vgg19_cifar``, ``densenet40_cifar``,
+            ``wrn28_10_cifar``, ``mobilenetv2_cifar`` (``CIFAR_MODEL_NAMES``; 28x28 or 32x32).
         in_channels: input channels (3 for CIFAR, 1 for (Fashion-)MNIST).
         num_classes: output logits.
         width: multiplier of every hidden width; must be 1.0 for the torchvision models.
@@ -325,6 +331,8 @@ def build_model(name: str, *, in_channels: int = 3, num_classes: int = 10, width
                          f"num_classes={num_classes}, image_size={image_size}")
     if name in TORCHVISION_NAMES:
         return _torchvision_model(name, in_channels, num_classes, width, image_size)
+    if name in CIFAR_MODEL_NAMES:  # before the resnet(\d+) match below
+        return build_cifar_model(name, in_channels, num_classes, width)
     if m := re.fullmatch(r"resnet(\d+)", name):
         if int(m.group(1)) in CIFAR_RESNET_DEPTHS:
             return CifarResNet(int(m.group(1)), in_channels, num_classes, width)

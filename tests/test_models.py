@@ -6,6 +6,7 @@ import pytest
 import torch
 import torchvision
 
+from lalr_core.cifar_models import CIFAR_MODEL_NAMES
 from lalr_core.models import (
     MODEL_NAMES,
     TORCHVISION_NAMES,
@@ -86,7 +87,8 @@ def test_mlp_count():
         784 * 64 + 64 + 64 * 64 + 64 + 64 * 10 + 10)
 
 
-@pytest.mark.parametrize("name", [n for n in MODEL_NAMES if n not in TORCHVISION_NAMES])
+@pytest.mark.parametrize("name", [n for n in MODEL_NAMES  # tv and CIFAR zoo: tested elsewhere
+                                  if n not in TORCHVISION_NAMES and n not in CIFAR_MODEL_NAMES])
 @pytest.mark.parametrize("shape", [(1, 28), (3, 32)])
 def test_forward_shapes(name, shape):
     if name in ("resnet110", "resnet56", "resnet9") and shape[0] == 1:

@@ -340,6 +340,6 @@ def beside_source(ours: pd.DataFrame, source: pd.DataFrame, on: list[str],
     if "model" in on:
         left["source_model"] = left["model"].map(lambda m: (analogue or {}).get(m, m))
     keys = ["source_model" if k == "model" else k for k in on]
-    right = source.rename(columns={"model": "source_model"})
+    right = source.rename(columns={"model": "source_model"}) if "model" in on else source
     right = right.rename(columns={c: f"source_{c}" for c in right.columns if c not in keys})
     return left.merge(right, on=keys, how="left")

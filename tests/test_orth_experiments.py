@@ -56,6 +56,8 @@ def test_source_tables_beside_ours():
     grid = ox.beside_source(pd.DataFrame({"lr": [0.01], "momentum": [0.9], "base": ["sgdm"], "orth": [True]}),
                             ox.read_source("5.4"), ["lr", "momentum", "base", "orth"])
     assert grid["source_test_acc_mean"].iloc[0] == pytest.approx(87.44)
+    by_opt = ox.beside_source(pd.DataFrame({"optimizer": ["sgdm"]}), ox.read_source("5.1"), ["optimizer"])
+    assert by_opt["source_model"].iloc[0] == "resnet20" and by_opt["source_test_acc_mean"].iloc[0] == 91.45
     with pytest.raises(ValueError, match="no source table"):
         ox.read_source("9.9")
 

@@ -9,16 +9,21 @@ compute. The resolved ``RunConfig`` (minus the device) is the cache key of the r
 from __future__ import annotations
 
 import dataclasses
+import inspect
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from .data import DATASETS, check_dataset_name
 from .models import check_model_name
 from .orthogonal import LAYER_RULES, METHODS, TRANSFORMS
+from .tempbalance import SCHEMES
 
 PROFILES = ("smoke", "quick", "paper")
 OPTIMIZERS = ("sgd", "sgdm", "adam", "adamw")
 SCHEDULES = ("constant", "multistep", "cosine")
+ALPHA_XMIN = ("median", "ks")
+# Fields added after caches existed: key() omits them at their defaults, so old keys still hit.
+OMIT_AT_DEFAULT = ("layer_lr", "layer_lr_params", "alpha_xmin")
 
 
 def check_profile(profile: str) -> str:
@@ -59,7 +64,10 @@ class RunConfig:
     Units: ``lr`` per step at the start of training; ``milestones`` and ``epochs`` in epochs;
     ``wd`` is L2 added to the gradient for sgd/sgdm/adam and decoupled for adamw (torch's
     semantics); ``clip_grad_norm`` is the max global gradient 2-norm (None = off), applied to the
-    raw gradients before ``grad_transform`` (seed 004 digest G11).
+    raw gradients before ``grad_transform`` (seed 004 digest G11). ``layer_lr`` names a
+    ``tempbalance.SCHEMES`` allocation recomputed every epoch from the current alphas
+    (TempBalance, seed 001 ch. 2; ``layer_lr_params`` are the scheme's ``(name, value)`` pairs,
+    ``alpha_xmin`` the x_min rule of the alphas); ``"none"`` is one global lr.
     """
 
     dataset: str = "fashion_mnist"
@@ -91,6 +99,9 @@ class RunConfig:
     deterministic: bool = False      # torch.use_deterministic_algorithms during the run
     eval_batch_size: int = 1000
     bf16: bool = False               # bf16 autocast, used only on CUDA
+    layer_lr: str = "none"           # none | a tempbalance.SCHEMES name, e.g. tb_linear
+    layer_lr_params: tuple = ()      # ((name, value), ...) for the scheme, e.g. lr_min_ratio
+    alpha_xmin: str = "median"       # x_min rule of the per-layer alphas (median | ks)
     device: str = field(default="auto", compare=False)  # not part of the cache key
 
     def __post_init__(self):
@@ -127,8 +138,32 @@ class RunConfig:
                              f"got {self.milestones}")
         if self.device not in ("auto", "cpu") and not self.device.startswith(("cuda", "mps")):
             raise ValueError(f"device must be 'auto', 'cpu', 'cuda[:k]' or 'mps', got {self.device!r}")
+        self._check_layer_lr()
         object.__setattr__(self, "betas", tuple(self.betas))
         object.__setattr__(self, "milestones", tuple(self.milestones))
+
+    def _check_layer_lr(self) -> None:
+        """Validate (and normalise to hashable tuples) the layer-wise lr fields."""
+        if self.layer_lr != "none" and self.layer_lr not in SCHEMES:
+            raise ValueError(f"unknown layer_lr {self.layer_lr!r}; choose 'none' or one of "
+                             f"{', '.join(SCHEMES)}")
+        if self.alpha_xmin not in ALPHA_XMIN:
+            raise ValueError(f"unknown alpha_xmin {self.alpha_xmin!r}; choose one of {ALPHA_XMIN}")
+        try:
+            pairs = tuple((str(name), value) for name, value in self.layer_lr_params)
+        except (TypeError, ValueError):
+            raise ValueError(f"layer_lr_params must be (name, value) pairs, "
+                             f"got {self.layer_lr_params!r}") from None
+        if pairs and self.layer_lr == "none":
+            raise ValueError(f"layer_lr_params {pairs!r} given but layer_lr is 'none'")
+        if pairs:
+            fn = SCHEMES[self.layer_lr]
+            allowed = set() if self.layer_lr == "eq2.13" else \
+                set(inspect.signature(fn).parameters) - {"alphas", "lr_t", "rng"}
+            if unknown := sorted({n for n, _ in pairs} - allowed):
+                raise ValueError(f"unknown layer_lr_params {unknown} for {self.layer_lr!r}; "
+                                 f"allowed: {sorted(allowed)}")
+        object.__setattr__(self, "layer_lr_params", pairs)
 
     @property
     def image_shape(self) -> tuple[int, int, int]:
@@ -136,8 +171,13 @@ class RunConfig:
         return spec.in_channels, spec.image_size, spec.image_size
 
     def key(self) -> dict[str, Any]:
-        """The resolved parameters that identify the run (the cache key's content)."""
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.compare}
+        """The resolved parameters that identify the run (the cache key's content).
+
+        Fields of ``OMIT_AT_DEFAULT`` are left out at their default values, so the keys of
+        runs cached before those fields existed are unchanged.
+        """
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.compare
+                and not (f.name in OMIT_AT_DEFAULT and getattr(self, f.name) == f.default)}
 
     def replace(self, **changes) -> "RunConfig":
         """A validated copy with ``changes`` applied (unknown names raise ``TypeError``)."""

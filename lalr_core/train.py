@@ -26,6 +26,8 @@ from .data import ImageData, augment, iterate_batches, load_data
 from .models import build_model, num_parameters
 from .orthogonal import GradientTransform, select_params
 from .profiles import RunConfig
+from .tempbalance import LayerLR
+from .tempbalance_callback import SKIP_FIRST, SKIP_LAST, TempBalanceCallback
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -55,8 +57,12 @@ def make_optimizer(cfg: RunConfig, model: torch.nn.Module) -> GradientTransform:
     The wrapper transforms the chosen weight gradients (``cfg.transform_layers``) before the
     optimiser's step, so coupled weight decay and momentum act on the transformed gradient
     (seed 004 Algorithm 6); ``grad_transform="none"`` steps exactly as the plain optimiser.
+    With ``cfg.layer_lr != "none"`` the optimiser gets one param group per layer (tagged
+    ``"layer"``, stem and classifier in the untagged rest group; `tempbalance.LayerLR`), whose
+    ``lr_scale`` `TempBalanceCallback` sets every epoch; otherwise one group.
     """
-    params = list(model.parameters())
+    params = list(model.parameters()) if cfg.layer_lr == "none" else \
+        LayerLR(model, skip_first=SKIP_FIRST, skip_last=SKIP_LAST).param_groups(cfg.lr)
     if cfg.optimizer in ("sgd", "sgdm"):
         momentum = cfg.momentum if cfg.optimizer == "sgdm" else 0.0
         opt = torch.optim.SGD(params, lr=cfg.lr, momentum=momentum, weight_decay=cfg.wd,
@@ -139,11 +145,14 @@ def train(cfg: RunConfig, *, data: ImageData | None = None, callbacks: Iterable 
     Args:
         cfg: the validated run configuration.
         data: pre-loaded data (else loaded from ``cfg``); moved to the run's device.
-        callbacks: objects with optional hooks ``on_train_start(model)``,
+        callbacks: objects with optional hooks ``on_optimizer(optimizer)`` (right after
+            `make_optimizer`, before ``on_train_start``), ``on_train_start(model)``,
             ``on_backward(model)`` (raw gradients, before clipping and the transform),
             ``on_step(model)`` (after the optimiser step),
             ``on_epoch_end(model, row)``, and ``result()``, ``state_dict()``,
-            ``load_state_dict(state)``; each needs a ``name`` attribute.
+            ``load_state_dict(state)``; each needs a ``name`` attribute. With
+            ``cfg.layer_lr != "none"`` a `TempBalanceCallback` is appended (unless one
+            named ``"tempbalance"`` is given); its result is ``callbacks["tempbalance"]``.
         progress: show a tqdm bar over epochs.
         checkpoint_dir: where to keep a resumable checkpoint (None = no checkpoints).
         checkpoint_every: epochs between checkpoints (0 = never).
@@ -157,6 +166,8 @@ def train(cfg: RunConfig, *, data: ImageData | None = None, callbacks: Iterable 
         ``cfg.eval_every_steps``), ``optimizer_stats`` (SVD fallbacks, skipped tensors).
     """
     callbacks = list(callbacks)
+    if cfg.layer_lr != "none" and not any(cb.name == "tempbalance" for cb in callbacks):
+        callbacks.append(TempBalanceCallback.from_config(cfg))
     device = resolve_device(cfg.device)
     data = (data or load_run_data(cfg, device)).to(device)
     torch.manual_seed(cfg.seed)
@@ -165,6 +176,7 @@ def train(cfg: RunConfig, *, data: ImageData | None = None, callbacks: Iterable 
     if cfg.model != "mlp":
         model = model.to(memory_format=torch.channels_last)
     optimizer = make_optimizer(cfg, model)
+    _call(callbacks, "on_optimizer", optimizer)
     gen = torch.Generator(device=device).manual_seed(cfg.seed + 1)  # data order + augmentation
     ckpt_path = Path(checkpoint_dir) / "checkpoint.pt" if checkpoint_dir else None
     state = {"epoch": 0, "rows": [], "steps": [], "evals": [], "diverged": False, "elapsed": 0.0}

@@ -32,6 +32,7 @@ lab: env
 bench: env
 	$(PY) benchmarks/bench_train.py
 	$(PY) benchmarks/bench_orthogonal.py
+	$(PY) benchmarks/bench_spectral.py
 
 clean:
 	rm -rf figures/smoke figures/quick data/runs .pytest_cache

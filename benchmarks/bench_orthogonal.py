@@ -19,13 +19,13 @@ Default torch thread count. Usage: ``make bench``; ``--quick`` for a seconds-lon
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import time
 
 import torch
 import torch.nn.functional as F
+from _common import finish  # benchmarks/ is on sys.path when a script runs
 
 from lalr_core.models import build_model
 from lalr_core.orthogonal import newton_schulz, svd_polar
@@ -178,14 +178,6 @@ def print_shapes(rows: list[dict]) -> None:
               f"{us['ns_batched']:7.0f} {us['ns_loop']:7.0f} {us['ns_loop'] / us['ns_batched']:6.2f}")
 
 
-def _provenance() -> dict:
-    try:
-        from lalr_core.provenance import provenance
-        return provenance()
-    except ImportError as exc:  # an older checkout: keep the numbers without provenance
-        return {"provenance_error": repr(exc)}
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=10, help="steps per repeat")
@@ -210,11 +202,7 @@ def main() -> None:
         print_steps(res["cuda"], TARGETS["cuda"])
     else:
         print("GPU part skipped: torch.cuda.is_available() is False")
-    res["wall_s"], res["load_avg_end"] = time.perf_counter() - t0, os.getloadavg()[0]
-    print(f"total {res['wall_s']:.1f} s, load average {res['load_avg_end']:.2f}")
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump({**res, "provenance": _provenance()}, f, indent=2)
+    finish(res, t0, args.json)
 
 
 if __name__ == "__main__":

@@ -20,7 +20,6 @@ round without part 3, ``--json PATH`` to save every number with its provenance.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import time
@@ -29,6 +28,7 @@ import warnings
 import numpy as np
 import powerlaw
 import torch
+from _common import finish  # benchmarks/ is on sys.path when a script runs
 
 from lalr_core import spectral
 from lalr_core.models import build_model
@@ -152,14 +152,6 @@ def report(r: dict, ks: bool) -> None:
               f"the others {r['max_abs_ks_alpha_diff_in_range']:.2e})")
 
 
-def _provenance() -> dict:
-    try:
-        from lalr_core.provenance import provenance
-        return provenance()
-    except ImportError as exc:  # an older checkout: keep the numbers without provenance
-        return {"provenance_error": repr(exc)}
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
@@ -176,11 +168,7 @@ def main() -> None:
     res = {"torch": torch.__version__, "threads": torch.get_num_threads(), "device": "cpu",
            "load_avg_start": os.getloadavg()[0], **run(repeats, ks)}
     report(res, ks)
-    res["wall_s"], res["load_avg_end"] = time.perf_counter() - t0, os.getloadavg()[0]
-    print(f"total {res['wall_s']:.1f} s, load average {res['load_avg_end']:.2f}")
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump({**res, "provenance": _provenance()}, f, indent=2)
+    finish(res, t0, args.json)
 
 
 if __name__ == "__main__":

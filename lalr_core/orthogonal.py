@@ -130,17 +130,28 @@ def orthogonalise(G: torch.Tensor, method: Literal["svd", "newton_schulz"] = "sv
     return O.reshape(G.shape)
 
 
+def _unit_matrices(M: torch.Tensor) -> torch.Tensor:
+    """Each matrix of ``[..., m, n]`` divided by its Frobenius norm."""
+    return M / torch.linalg.vector_norm(M, dim=(-2, -1), keepdim=True)
+
+
+def _unit_rows(M: torch.Tensor) -> torch.Tensor:
+    """Each row of ``[..., m, n]`` divided by its norm (no epsilon)."""
+    return M / torch.linalg.vector_norm(M, dim=-1, keepdim=True)
+
+
 def normalise(G: torch.Tensor) -> torch.Tensor:
     """N-SGDM's transform (sec. 5.5.3): the gradient divided by its Frobenius norm."""
-    return G / torch.linalg.vector_norm(G)
+    _check_matrix_batch(G)
+    return _unit_matrices(G.flatten(1)).reshape(G.shape)
 
 
 def component_normalise(G: torch.Tensor) -> torch.Tensor:
     """CN-SGDM's transform (sec. 5.5.3): every filter's gradient (row of ``flatten(1)``) to unit
     norm. No epsilon, as the source's code: a filter with zero gradient gives NaN (table 5.5's
     "0.00 +- 0.00" diverged runs)."""
-    M = G.flatten(1)
-    return (M / torch.linalg.vector_norm(M, dim=1, keepdim=True)).reshape(G.shape)
+    _check_matrix_batch(G)
+    return _unit_rows(G.flatten(1)).reshape(G.shape)
 
 
 # ----------------------------------------------------------------------------- parameter choice
@@ -256,9 +267,9 @@ class GradientTransform:
 
     def _apply(self, G: torch.Tensor) -> torch.Tensor:
         if self.transform == "norm":
-            return G / torch.linalg.vector_norm(G, dim=(1, 2), keepdim=True)
+            return _unit_matrices(G)
         if self.transform == "cnorm":
-            return G / torch.linalg.vector_norm(G, dim=2, keepdim=True)
+            return _unit_rows(G)
         if self.method == "newton_schulz":
             return newton_schulz(G, self.ns_steps)
         try:

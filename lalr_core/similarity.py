@@ -7,7 +7,8 @@ Chapter 06 (figs 5.10-5.12, I.1, I.2). Pure functions on tensors:
 * `channel_similarity` -- ``E[R_l]`` of eqs. 5.11-5.12: mean |cos| between the channels of an
   intermediate representation, per sample;
 * `rowwise_cos` -- the symmetry probe ``phi_t`` of eq. 4.56 / I.8, one cosine per filter;
-* `random_cos_threshold`, `random_abs_cos_mean` -- the random-vector baselines of app. A.1.4.
+* `random_abs_cos_mean` -- E|cos| of random vectors, beside the Chebyshev threshold of app. A.1.4
+  (`lalr_core.trajectory.cos_threshold`, ``10/sqrt(n)``).
 """
 
 from __future__ import annotations
@@ -83,14 +84,6 @@ def five_numbers(values) -> dict[str, float]:
         raise ValueError("five_numbers needs at least one value")
     q = np.percentile(x, [0, 25, 50, 75, 100])
     return {**dict(zip(FIVE_NUMBERS, map(float, q))), "mean": float(x.mean())}
-
-
-def random_cos_threshold(n: int, p: float = 0.01) -> float:
-    """Chebyshev threshold ``k = 1/sqrt(n p)`` (eq. A.19): ``P[|cos| >= k] <= p`` for random
-    vectors in ``n`` dims; ``10/sqrt(n)`` at p = 0.01 (eq. A.20)."""
-    if n < 1 or not 0 < p <= 1:
-        raise ValueError(f"need n >= 1 and p in (0, 1], got n={n}, p={p}")
-    return 1 / math.sqrt(n * p)
 
 
 def random_abs_cos_mean(n: int) -> float:

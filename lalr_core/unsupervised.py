@@ -14,13 +14,14 @@ run them). Their settings are the digest's section-6 reductions on Fashion-MNIST
 
 from __future__ import annotations
 
+import itertools
 import time
 from typing import Any
 
 import pandas as pd
 import torch
 
-from .data import DATASETS, augment, load_data
+from .data import DATASETS, augment, iterate_batches, load_data
 from .models import BarlowTwins, PoissonVAE, barlow_twins_loss, basic_cnn_trunk
 from .orthogonal import LARS, GradientTransform, lars_param_groups, select_params
 from .train import resolve_device
@@ -41,16 +42,13 @@ def _wrap(opt: torch.optim.Optimizer, model: torch.nn.Module, p: dict[str, Any],
                              method=p.get("orth_method", "svd"))
 
 
-def _batches(n: int, batch: int, steps: int, gen: torch.Generator):
-    """``steps`` index batches drawn by reshuffling epochs (no per-sample Python)."""
-    done = 0
-    while done < steps:
-        perm = torch.randperm(n, generator=gen)
-        for start in range(0, n - batch + 1, batch):
-            if done == steps:
-                return
-            yield perm[start:start + batch]
-            done += 1
+def _stream(X: torch.Tensor, y: torch.Tensor, batch: int, steps: int, seed: int):
+    """``steps`` full batches of ``(X, y)``, reshuffled every epoch (`data.iterate_batches`)."""
+    if batch > len(X):
+        raise ValueError(f"batch {batch} is larger than the {len(X)} training samples")
+    gen = torch.Generator().manual_seed(seed)
+    epochs = (iterate_batches(X, y, batch, generator=gen, drop_last=True) for _ in itertools.count())
+    return itertools.islice(itertools.chain.from_iterable(epochs), steps)
 
 
 # ----------------------------------------------------------------------------- Barlow Twins
@@ -75,9 +73,8 @@ def barlow_twins_unit(p: dict[str, Any]) -> dict[str, Any]:
     opt = _wrap(lars, model, p, "conv", "trunk.")
     gen = torch.Generator(device=device).manual_seed(p["seed"] + 1)
     rows, t0 = [], time.perf_counter()
-    for step, idx in enumerate(_batches(len(data.X_train), p["batch"], p["steps"],
-                                        torch.Generator().manual_seed(p["seed"])), start=1):
-        X = data.X_train[idx.to(device)]
+    for step, (X, _) in enumerate(_stream(data.X_train, data.y_train, p["batch"], p["steps"],
+                                          p["seed"]), start=1):
         loss = barlow_twins_loss(model(_views(X, gen, p["noise"])),
                                  model(_views(X, gen, p["noise"])), p["lambd"])
         opt.zero_grad()
@@ -123,11 +120,10 @@ def vae_unit(p: dict[str, Any]) -> dict[str, Any]:
     X_val, counts_val = data.X_val, _counts(data.X_val, p["dataset"])
     gen = torch.Generator(device=device).manual_seed(p["seed"] + 1)
     evals, losses = [(0, vae_heldout_mse(model, X_val, counts_val))], []
-    for step, idx in enumerate(_batches(len(data.X_train), p["batch"], p["steps"],
-                                        torch.Generator().manual_seed(p["seed"])), start=1):
-        idx = idx.to(device)
-        log_rate, mu, logvar = model(data.X_train[idx], generator=gen)
-        loss = poisson_vae_loss(counts_train[idx], log_rate, mu, logvar)
+    for step, (X, counts) in enumerate(_stream(data.X_train, counts_train, p["batch"], p["steps"],
+                                               p["seed"]), start=1):
+        log_rate, mu, logvar = model(X, generator=gen)
+        loss = poisson_vae_loss(counts, log_rate, mu, logvar)
         opt.zero_grad()
         loss.backward()
         opt.step()

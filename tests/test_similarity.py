@@ -11,7 +11,6 @@ from lalr_core.similarity import (
     five_numbers,
     pairwise_abs_cos,
     random_abs_cos_mean,
-    random_cos_threshold,
     rowwise_cos,
 )
 
@@ -42,7 +41,6 @@ def test_rowwise_cos_and_five_numbers():
 
 
 def test_random_baselines_closed_forms_and_monte_carlo():
-    assert random_cos_threshold(10_000) == pytest.approx(0.1)         # eq. A.20 example
     assert random_abs_cos_mean(2) == pytest.approx(2 / math.pi)       # uniform angle
     assert random_abs_cos_mean(3) == pytest.approx(0.5)               # cos uniform on [-1, 1]
     x, y = torch.randn(2, 200_000, 50, generator=torch.Generator().manual_seed(1), dtype=torch.float64)

@@ -53,9 +53,10 @@ import pandas as pd
 
 from lalr_core import orth_experiments as ox
 from lalr_core.experiments import chapter_settings, train_runs
-from lalr_core.figures import FigureWriter, bplot_stats, set_style
+from lalr_core.figures import FigureWriter, bplot, bplot_stats, set_style
 from lalr_core.runs import RunCache, cached, sweep
-from lalr_core.similarity import random_abs_cos_mean, random_cos_threshold
+from lalr_core.similarity import FIVE_NUMBERS, random_abs_cos_mean
+from lalr_core.trajectory import cos_threshold
 from lalr_core.unsupervised import barlow_twins_unit, vae_unit
 
 S = chapter_settings("06", profile, overrides)   # validated before any compute
@@ -400,10 +401,10 @@ for lr, item in zip(S["cos_lrs"], ("fig5.10", "fig5.11")):
         for v, off, col in (("sgdm", -0.2, "C0"), ("orth_sgdm", 0.2, "C1")):
             d = cos[(lr, v)][cos[(lr, v)]["layer"] == layer].reset_index(drop=True)
             for i, row in d.iterrows():
-                bplot_stats(ax, i, row[["min", "q1", "median", "q3", "max"]], offset=off, s=2, color=col,
+                bplot_stats(ax, i, row[list(FIVE_NUMBERS)], offset=off, s=2, color=col,
                             label=("SGDM" if v == "sgdm" else "Orth-SGDM") if i == 0 else None)
         P = int(d["fan_in"].iloc[0])
-        ax.axhline(min(random_cos_threshold(P), 1), ls="--", color="k", lw=0.8, label=r"$10/\sqrt{P_l}$")
+        ax.axhline(min(cos_threshold(P), 1), ls="--", color="k", lw=0.8, label=r"$10/\sqrt{P_l}$")
         ax.axhline(random_abs_cos_mean(P), ls=":", color="k", lw=0.8, label=r"random $E|\cos|$")
         ax.set_xlabel(f"batch / {S['cos_every']}"); ax.set_ylabel("|cos| between filters"); ax.legend(fontsize=7)
         ax.set_title(f"{S['cos_model']} {layer}, lr = {lr}")
@@ -574,9 +575,8 @@ for cfg, res, item in zip(sym_cfgs, sym_res, ("figI.1", "figI.2")):
     keep = range(0, len(sym["steps"]), max(1, 5 // S["sym_every"]))
     for j, i in enumerate(keep):
         for arr, off, col, lab in ((sym["phi"], -0.2, "C0", r"$\phi_t$"), (sym["phi_perm"], 0.2, "C1", r"$\phi_t(\pi)$")):
-            bplot_stats(ax, j, np.percentile(arr[i], [0, 25, 50, 75, 100]), offset=off, s=1.5, color=col,
-                        label=lab if j == 0 else None)
-    k = random_cos_threshold(sym["fan_in"])      # 10/sqrt(P_l), P_l = 32*3*3 = 288 for conv2
+            bplot(ax, j, arr[i], offset=off, s=1.5, color=col, label=lab if j == 0 else None)
+    k = cos_threshold(sym["fan_in"])      # 10/sqrt(P_l), P_l = 32*3*3 = 288 for conv2
     for sgn in (1, -1):
         ax.axhline(sgn * k, ls="--", color="k", lw=0.8)
     ax.set_xlabel("batch / 5"); ax.set_ylabel("cosine"); ax.set_title(cfg.model); ax.legend(fontsize=7)

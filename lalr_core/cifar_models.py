@@ -32,8 +32,21 @@ VGG19_CFG = (64, 64, "M", 128, 128, "M", 256, 256, 256, 256, "M",
 # MobileNetV2 (Sandler et al. 2018, Table 2) rows (t, c, n, s); the CIFAR change: row 2 s=2 -> 1
 MOBILENETV2_CFG = ((1, 16, 1, 1), (6, 24, 2, 1), (6, 32, 3, 2), (6, 64, 4, 2),
                    (6, 96, 3, 1), (6, 160, 3, 2), (6, 320, 1, 1))
+# The seed 001 digest's reduced zoo (its "global constraints"): the same architectures, small
+# enough for 8x8 digits on 2 CPU cores. R18m/R34m keep the 61/109 module layout rule.
+VGG_MINI_CFG = (16, 16, "M", 32, 32, "M", 64, 64, 64, 64)
+MOBILENETV2_MINI_CFG = ((2, 16, 1, 1), (2, 24, 1, 2), (2, 24, 1, 1), (2, 32, 1, 2))
+MINI_MODELS = {
+    "resnet18_mini": dict(cls="resnet", depth=18, planes=(16, 32, 64), blocks=(1, 1, 1)),
+    "resnet34_mini": dict(cls="resnet", depth=34, planes=(16, 32, 64), blocks=(2, 2, 2)),
+    "vgg_mini": dict(cls="vgg19", cfg=VGG_MINI_CFG),
+    "densenet10_mini": dict(cls="densenet40", depth=10, growth=6, stem=12),
+    "wrn10_1": dict(cls="wrn28_10", depth=10, widen=1),
+    "mobilenetv2_mini": dict(cls="mobilenetv2", cfg=MOBILENETV2_MINI_CFG, stem=16, last=64),
+}
 CIFAR_MODEL_NAMES = ("resnet18_cifar", "resnet34_cifar", "resnet101_cifar", "resnet152_cifar",
-                     "vgg19_cifar", "densenet40_cifar", "wrn28_10_cifar", "mobilenetv2_cifar")
+                     "vgg19_cifar", "densenet40_cifar", "wrn28_10_cifar", "mobilenetv2_cifar",
+                     *MINI_MODELS)
 
 
 def _scaled(channels: int, width: float) -> int:
@@ -118,15 +131,20 @@ class CifarResNet4Stage(nn.Module):
     """
 
     def __init__(self, depth: int = 18, in_channels: int = 3, num_classes: int = 10,
-                 width: float = 1.0):
+                 width: float = 1.0, planes: tuple[int, ...] = (64, 128, 256, 512),
+                 blocks: tuple[int, ...] | None = None):
         super().__init__()
         if depth not in RESNET_BLOCKS:
             raise ValueError(f"depth must be one of {tuple(RESNET_BLOCKS)}, got {depth}")
         _check_width(width)
+        blocks = RESNET_BLOCKS[depth] if blocks is None else blocks
+        if len(blocks) != len(planes) or min(blocks) < 1:
+            raise ValueError(f"need one block count >= 1 per stage, got {blocks} for {planes}")
         block = _Basic if depth < 50 else _Bottleneck
-        c = _scaled(64, width)
+        c = _scaled(planes[0], width)
         self.conv1, self.bn1 = _conv_bn(in_channels, c)
-        for i, (planes, n) in enumerate(zip((64, 128, 256, 512), RESNET_BLOCKS[depth])):
+        self.n_stages = len(planes)
+        for i, (planes, n) in enumerate(zip(planes, blocks)):
             planes, blocks = _scaled(planes, width), []
             for b in range(n):
                 blocks.append(block(c, planes, 2 if (i > 0 and b == 0) else 1))
@@ -136,7 +154,8 @@ class CifarResNet4Stage(nn.Module):
 
     def forward(self, x):
         x = F.relu(self.bn1(self.conv1(x)))
-        x = self.layer4(self.layer3(self.layer2(self.layer1(x))))  # (B, C, 4, 4) on 32x32
+        for i in range(self.n_stages):
+            x = getattr(self, f"layer{i + 1}")(x)  # (B, C, 4, 4) after 4 stages on 32x32
         return self.linear(F.adaptive_avg_pool2d(x, 1).flatten(1))
 
 
@@ -156,11 +175,12 @@ class CifarVGG(nn.Module):
         width: multiplier of every conv width.
     """
 
-    def __init__(self, in_channels: int = 3, num_classes: int = 10, width: float = 1.0):
+    def __init__(self, in_channels: int = 3, num_classes: int = 10, width: float = 1.0,
+                 cfg: tuple = VGG19_CFG):
         super().__init__()
         _check_width(width)
         layers, c = [], in_channels
-        for v in VGG19_CFG:
+        for v in cfg:
             if v == "M":
                 layers.append(nn.MaxPool2d(2, ceil_mode=True))
             else:
@@ -218,12 +238,12 @@ class CifarDenseNet(nn.Module):
     """
 
     def __init__(self, depth: int = 40, growth: int = 12, in_channels: int = 3,
-                 num_classes: int = 10, width: float = 1.0):
+                 num_classes: int = 10, width: float = 1.0, stem: int = 16):
         super().__init__()
         if (depth - 4) % 3 != 0 or depth < 7:
             raise ValueError(f"DenseNet depth must be 3n+4 with n >= 1, got {depth}")
         _check_width(width)
-        n, k, c = (depth - 4) // 3, _scaled(growth, width), _scaled(16, width)
+        n, k, c = (depth - 4) // 3, _scaled(growth, width), _scaled(stem, width)
         self.conv1 = nn.Conv2d(in_channels, c, 3, 1, 1, bias=False)
         stages: list[nn.Module] = []
         for i in range(3):
@@ -341,16 +361,17 @@ class CifarMobileNetV2(nn.Module):
             only widened (``max(1, width)``, paper sec. 6.1). Rounded, not to multiples of 8.
     """
 
-    def __init__(self, in_channels: int = 3, num_classes: int = 10, width: float = 1.0):
+    def __init__(self, in_channels: int = 3, num_classes: int = 10, width: float = 1.0,
+                 cfg: tuple = MOBILENETV2_CFG, stem: int = 32, last: int = 1280):
         super().__init__()
         _check_width(width)
-        c = _scaled(32, width)
+        c = _scaled(stem, width)
         layers = [*_conv_bn(in_channels, c, 3, 1), nn.ReLU6(inplace=True)]
-        for t, c_out, n, s in MOBILENETV2_CFG:
+        for t, c_out, n, s in cfg:
             for b in range(n):
                 layers.append(_InvertedResidual(c, _scaled(c_out, width), s if b == 0 else 1, t))
                 c = _scaled(c_out, width)
-        last = _scaled(1280, max(1.0, width))
+        last = _scaled(last, max(1.0, width))
         layers += [*_conv_bn(c, last, 1), nn.ReLU6(inplace=True)]
         self.features = nn.Sequential(*layers)
         self.linear = nn.Linear(last, num_classes)
@@ -379,9 +400,11 @@ def build_cifar_model(name: str, in_channels: int = 3, num_classes: int = 10,
     """
     if name not in CIFAR_MODEL_NAMES:
         raise ValueError(f"unknown CIFAR model {name!r}; choose one of {CIFAR_MODEL_NAMES}")
-    arch = name.removesuffix("_cifar")
+    kw = dict(MINI_MODELS.get(name, {}))
+    arch = kw.pop("cls", name.removesuffix("_cifar"))
     if arch.startswith("resnet"):
-        return CifarResNet4Stage(int(arch[6:]), in_channels, num_classes, width)
+        return CifarResNet4Stage(kw.pop("depth", None) or int(arch[6:]), in_channels,
+                                 num_classes, width, **kw)
     cls = {"vgg19": CifarVGG, "densenet40": CifarDenseNet, "wrn28_10": CifarWideResNet,
            "mobilenetv2": CifarMobileNetV2}[arch]
-    return cls(in_channels=in_channels, num_classes=num_classes, width=width)
+    return cls(in_channels=in_channels, num_classes=num_classes, width=width, **kw)

@@ -1,6 +1,7 @@
 """Image datasets as device-resident tensors, with batched on-device augmentation.
 
-Serves every chapter that trains on CIFAR-10, CIFAR-100, MNIST or Fashion-MNIST.
+Serves every chapter that trains on CIFAR-10, CIFAR-100, MNIST, Fashion-MNIST or the sklearn
+digits (seed 001's reduced experiments: 8x8 grey images that ship inside scikit-learn).
 
 Flow: ``ensure_dataset`` makes the raw files available (already there -> Debian package ->
 torchvision download -> ``apt-get``), else raises ``DatasetMissingError`` saying how to get
@@ -51,7 +52,7 @@ class DatasetSpec:
     ``mean``/``std`` are per-channel constants on the [0, 1] pixel scale.
     """
 
-    tv_class: type          # torchvision dataset class
+    tv_class: type | None   # torchvision dataset class (None: read by ``_read_digits``)
     in_channels: int
     image_size: int         # pixels per side (square images)
     num_classes: int
@@ -70,7 +71,12 @@ DATASETS: dict[str, DatasetSpec] = {
     "mnist": DatasetSpec(tvd.MNIST, 1, 28, 10, (0.1307,), (0.3081,), 60_000, 10_000),
     "fashion_mnist": DatasetSpec(tvd.FashionMNIST, 1, 28, 10, (0.2860,), (0.3530,),
                                  60_000, 10_000),
+    # sklearn digits (1797 images, values 0..16 stored as uint8 round(v * 255 / 16)); the
+    # "official" split is the digest's stratified 1347/450 (random_state 0); mean/std of its
+    # train part (tests/test_data.py recomputes them).
+    "digits": DatasetSpec(None, 1, 8, 10, (0.3053,), (0.3758,), 1347, 450),
 }
+DIGITS_TEST_SIZE, DIGITS_SPLIT_SEED = 450, 0  # seed 001 digest, "D-DIG"
 
 
 class DatasetMissingError(RuntimeError):
@@ -239,6 +245,9 @@ def ensure_dataset(name: str, root: str | os.PathLike | None = None, *,
     """
     check_dataset_name(name)
     root = data_root(root)
+    if DATASETS[name].tv_class is None:  # digits ship inside scikit-learn
+        _sklearn_digits()
+        return root
     debian = Path(debian_dir) if debian_dir is not None else DEBIAN_FASHION_MNIST_DIR
     if _present(name, root):
         return root
@@ -346,8 +355,31 @@ def _split_indices(train_avail: int, test_avail: int, n_train: int | None, n_val
     return idx_train.sort().values, idx_val.sort().values, idx_test.sort().values
 
 
+def _sklearn_digits():
+    try:
+        from sklearn.datasets import load_digits
+    except ImportError as exc:
+        raise DatasetMissingError("dataset 'digits' needs scikit-learn (it ships the images): "
+                                  "pip install scikit-learn") from exc
+    return load_digits
+
+
+def _read_digits(train: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """The digest's D-DIG split: stratified 1347 train / 450 test, ``random_state=0``."""
+    from sklearn.model_selection import train_test_split
+    digits = _sklearn_digits()()
+    X = torch.from_numpy((digits.images * 255.0 / 16.0).round()).to(torch.uint8).unsqueeze(1)
+    y = torch.from_numpy(digits.target).to(torch.int64)
+    i_tr, i_te = train_test_split(range(len(y)), test_size=DIGITS_TEST_SIZE, stratify=y.numpy(),
+                                  random_state=DIGITS_SPLIT_SEED)
+    idx = torch.tensor(sorted(i_tr if train else i_te))
+    return X[idx], y[idx]
+
+
 def _read_split(name: str, root: Path, train: bool) -> tuple[torch.Tensor, torch.Tensor]:
     """Official split as uint8 ``[N, C, H, W]`` and int64 ``[N]``, via torchvision."""
+    if DATASETS[name].tv_class is None:
+        return _read_digits(train)
     try:
         ds = DATASETS[name].tv_class(str(root), train=train, download=False)
     except RuntimeError as exc:  # torchvision: "Dataset not found or corrupted"
@@ -458,6 +490,11 @@ def _generator_for(generator: torch.Generator | None, device: torch.device) -> t
     return gen
 
 
+def crop_pad_for(image_size: int) -> int:
+    """Padding of the random crop: 4 px on 32 px (the sources' CIFAR), 1 px on 8 px digits."""
+    return max(1, image_size // 8)
+
+
 def augment(X: torch.Tensor, *, crop_pad: int = 4, flip: bool = True,
             generator: torch.Generator | None = None) -> torch.Tensor:
     """Random crop with zero padding and random horizontal flip, for a whole batch at once.
@@ -500,6 +537,44 @@ def augment(X: torch.Tensor, *, crop_pad: int = 4, flip: bool = True,
     n_idx = torch.arange(N, device=dev)[:, None, None, None]
     c_idx = torch.arange(C, device=dev)[None, :, None, None]
     return Xp[n_idx, c_idx, rows[:, None, :, None], cols[:, None, None, :]]  # (N, C, H, W)
+
+
+AUGMIX_DEFAULTS = dict(severity=3, mixture_width=3, chain_depth=-1, alpha=1.0)  # digest A-27
+
+
+def augmix(X: torch.Tensor, name: str, *, generator: torch.Generator | None = None
+           ) -> torch.Tensor:
+    """AugMix (Hendrycks et al. 2020) with torchvision's defaults, one chain draw per sample.
+
+    Seed 001 ch. 3 trains with "AugMix" and names no settings; torchvision's defaults are
+    severity 3, width 3, random depth 1-3, alpha 1 (digest A-27), without the JSD loss. The
+    normalised batch is mapped back to uint8 pixels, each image gets its own AugMix draw
+    (torchvision's batched call would share the ops across the batch), and the result is
+    normalised again. Runs on the CPU; torchvision's global RNG is seeded from ``generator``
+    inside a fork, so a run stays reproducible and the caller's RNG untouched.
+
+    Args:
+        X: normalised images ``[N, C, H, W]`` of dataset ``name``.
+        name: a key of ``DATASETS`` (its mean/std undo the normalisation).
+        generator: source of the seed; None = a fresh non-reproducible one.
+
+    Returns:
+        Normalised augmented images, same shape, dtype and device as ``X``.
+    """
+    from torchvision.transforms import v2
+    if X.ndim != 4:
+        raise ValueError(f"X must be [N, C, H, W], got shape {tuple(X.shape)}")
+    spec = DATASETS[name]
+    mean = torch.tensor(spec.mean, device=X.device).view(1, -1, 1, 1)
+    std = torch.tensor(spec.std, device=X.device).view(1, -1, 1, 1)
+    pixels = ((X * std + mean) * 255).round().clamp(0, 255).to(torch.uint8).cpu()
+    gen = _generator_for(generator, X.device)
+    seed = int(torch.randint(0, 2**62, (1,), generator=gen, device=gen.device))
+    op = v2.AugMix(**AUGMIX_DEFAULTS)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        out = torch.stack([op(x) for x in pixels])
+    return normalise(out.to(X.device), name).to(X.dtype)
 
 
 def num_batches(n: int, batch_size: int, drop_last: bool = False) -> int:

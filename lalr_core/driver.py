@@ -23,15 +23,16 @@ from .report import build_report
 
 
 def chapter_notebooks(notebooks_dir: Path) -> dict[str, Path]:
-    """Chapter number (``"04"``) -> notebook path, from the ``NN_topic.ipynb`` names."""
-    return {p.name[:2]: p for p in sorted(notebooks_dir.glob("[0-9][0-9]_*.ipynb"))}
+    """Chapter id (``"04"``, ``"02b"``) -> notebook path, from ``NN[x]_topic.ipynb`` names."""
+    return {p.name.split("_")[0]: p for p in sorted(notebooks_dir.glob("[0-9][0-9]*_*.ipynb"))}
 
 
 def select_chapters(requested: str | None, available: dict[str, Path]) -> list[str]:
     """Validate a comma-separated chapter list (``None``/``all`` = every notebook)."""
     if requested in (None, "", "all"):
         return sorted(available)
-    chosen = [c.strip().zfill(2) for c in requested.split(",") if c.strip()]
+    chosen = [c.strip().zfill(2) if c.strip().isdigit() else c.strip()
+              for c in requested.split(",") if c.strip()]
     unknown = [c for c in chosen if c not in available]
     if unknown:
         raise ValueError(f"unknown chapters {unknown}; available: {sorted(available)}")

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .orth_experiments import ORTHOGONAL
+from .htsr_callbacks import FinalWeights, PrunedStart, SpectralProbe
 from .probes import FilterCosineProbe, RepresentationProbe, SymmetryProbe, ZeroGradProbe
 from .profiles import RunConfig, resolve
 from .runs import RunCache, sweep
@@ -75,7 +76,8 @@ def directedness_configs(s: Mapping[str, Any]) -> dict[str, RunConfig]:
 # ----------------------------------------------------------------------------- training units
 CALLBACK_FACTORIES = {"trajectory": TrajectoryCallback, "filter_cos": FilterCosineProbe,
                       "representations": RepresentationProbe, "zero_grad": ZeroGradProbe,
-                      "symmetry": SymmetryProbe}
+                      "symmetry": SymmetryProbe, "weights": FinalWeights,
+                      "pruned_start": PrunedStart, "spectral": SpectralProbe}
 CHECKPOINT_EVERY = 10  # epochs; a killed paper run resumes losing at most this many
 
 

@@ -23,7 +23,7 @@ OPTIMIZERS = ("sgd", "sgdm", "adam", "adamw")
 SCHEDULES = ("constant", "multistep", "cosine")
 ALPHA_XMIN = ("median", "ks")
 # Fields added after caches existed: key() omits them at their defaults, so old keys still hit.
-OMIT_AT_DEFAULT = ("layer_lr", "layer_lr_params", "alpha_xmin")
+OMIT_AT_DEFAULT = ("layer_lr", "layer_lr_params", "alpha_xmin", "augmix")
 
 
 def check_profile(profile: str) -> str:
@@ -76,7 +76,8 @@ class RunConfig:
     n_val: int = 0                   # held out from the official train split
     n_test: int | None = None        # None = the whole official test split
     split_seed: int = 0
-    augment: bool = False            # random crop (pad 4) + horizontal flip, on device
+    augment: bool = False            # random crop (pad 4 on 32 px) + horizontal flip, on device
+    augmix: bool = False             # then AugMix, torchvision defaults (seed 001 ch. 3)
     model: str = "resnet20"
     width: float = 1.0               # multiplier of every hidden width
     optimizer: str = "sgdm"
@@ -138,6 +139,8 @@ class RunConfig:
                              f"got {self.milestones}")
         if self.device not in ("auto", "cpu") and not self.device.startswith(("cuda", "mps")):
             raise ValueError(f"device must be 'auto', 'cpu', 'cuda[:k]' or 'mps', got {self.device!r}")
+        if self.augmix and not self.augment:
+            raise ValueError("augmix=True needs augment=True (AugMix follows the crop and flip)")
         self._check_layer_lr()
         object.__setattr__(self, "betas", tuple(self.betas))
         object.__setattr__(self, "milestones", tuple(self.milestones))

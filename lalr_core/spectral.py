@@ -95,7 +95,11 @@ def _gram_eigvals(W: torch.Tensor) -> torch.Tensor:
     """
     n, m = W.shape[-2:]
     G = W @ W.mT if n <= m else W.mT @ W                               # (..., min, min)
-    return torch.linalg.eigvalsh(G).clamp_min(0.0)                     # rounding: >= 0
+    lam = torch.linalg.eigvalsh(G)
+    # Numerical rank (as numpy's matrix_rank): eigenvalues within rounding of 0 are 0, so a
+    # pruned (zero-row) layer gives exact zeros, which the alpha fit drops, not ~1e-17 noise.
+    tol = lam[..., -1:].clamp_min(0.0) * max(n, m) * torch.finfo(lam.dtype).eps
+    return torch.where(lam > tol, lam, torch.zeros_like(lam))
 
 
 def _n_norm(W: torch.Tensor, normalize: bool) -> float:

@@ -22,7 +22,7 @@ import torch
 import torch.nn.functional as F
 from tqdm.auto import tqdm
 
-from .data import ImageData, augment, iterate_batches, load_data
+from .data import ImageData, augment, augmix, crop_pad_for, iterate_batches, load_data
 from .models import build_model, num_parameters
 from .orthogonal import GradientTransform, select_params
 from .profiles import RunConfig
@@ -203,7 +203,9 @@ def train(cfg: RunConfig, *, data: ImageData | None = None, callbacks: Iterable 
             for Xb, yb in iterate_batches(data.X_train, data.y_train, cfg.batch_size,
                                           shuffle=True, generator=gen):
                 if cfg.augment:
-                    Xb = augment(Xb, generator=gen)
+                    Xb = augment(Xb, crop_pad=crop_pad_for(data.image_size), generator=gen)
+                if cfg.augmix:
+                    Xb = augmix(Xb, data.name, generator=gen)
                 with autocast:
                     logits = model(Xb)
                     loss = F.cross_entropy(logits.float(), yb)

@@ -8,12 +8,15 @@ import torch
 
 from lalr_core.cifar_models import (
     CIFAR_MODEL_NAMES,
+    MINI_MODELS,
     CifarDenseNet,
     CifarResNet4Stage,
     CifarWideResNet,
     build_cifar_model,
 )
 from lalr_core.models import MODEL_NAMES, CifarResNet, build_model, num_parameters
+
+FULL_SIZE = [n for n in CIFAR_MODEL_NAMES if n not in MINI_MODELS]
 
 # Published sizes (10 classes unless noted) and where each comes from:
 PUBLISHED = {
@@ -126,12 +129,12 @@ CLOSED_FORM = {
 }
 
 
-@pytest.mark.parametrize("name", CIFAR_MODEL_NAMES)
+@pytest.mark.parametrize("name", FULL_SIZE)
 def test_counts_match_closed_forms(name):
     assert meta_count(name) == CLOSED_FORM[name]()
 
 
-@pytest.mark.parametrize("name", CIFAR_MODEL_NAMES)
+@pytest.mark.parametrize("name", FULL_SIZE)
 def test_counts_match_published_sizes(name):
     n = meta_count(name)
     if name in PUBLISHED:
@@ -185,7 +188,7 @@ def test_resnet_width_counts_match_closed_form():
         assert meta_count("resnet34_cifar", width=w) == resnet_count((3, 4, 6, 3), False, w)
 
 
-@pytest.mark.parametrize("name", CIFAR_MODEL_NAMES)
+@pytest.mark.parametrize("name", FULL_SIZE)
 @pytest.mark.parametrize("c, s", [(3, 32), (1, 28)])
 def test_forward_shapes(name, c, s):
     width = 0.05 if name == "wrn28_10_cifar" else 0.25  # WRN-28-0.5 and quarter widths
@@ -236,3 +239,33 @@ def test_bad_input():
         CifarDenseNet(depth=41)
     with pytest.raises(ValueError, match="dropout"):
         CifarWideResNet(dropout=1.0)
+
+
+# ----------------------------------------------------------------------------- reduced zoo
+@pytest.mark.parametrize("name,blocks", [("resnet18_mini", (1, 1, 1)),
+                                         ("resnet34_mini", (2, 2, 2))])
+def test_mini_resnet_module_count_follows_the_61_109_rule(name, blocks):
+    # seed 001 digest I.2.1: stem conv, stem BN, linear + one wrapper per stage + 6 per block
+    # + 2 per projection shortcut (stages 2 and 3 change shape): 28 for R18m, 46 for R34m.
+    model = build_model(name, in_channels=1, num_classes=10, image_size=8)
+    assert len(list(model.named_modules())) - 1 == 3 + len(blocks) + 6 * sum(blocks) + 2 * 2
+
+
+def test_mini_models_have_the_digest_layouts():
+    vgg = build_model("vgg_mini", in_channels=1, image_size=8)
+    convs = [m for m in vgg.modules() if isinstance(m, torch.nn.Conv2d)]
+    assert [c.out_channels for c in convs] == [16, 16, 32, 32, 64, 64, 64, 64]
+    dn = build_model("densenet10_mini", in_channels=1, image_size=8)
+    # stem 12, 3 blocks of 2 layers with growth 6, no compression: 12 + 6 * 6 = 48 features
+    assert dn.linear.in_features == 48 and dn.conv1.out_channels == 12
+    wrn = build_model("wrn10_1", in_channels=1, image_size=8)
+    assert [len(wrn.block1), len(wrn.block2), len(wrn.block3)] == [1, 1, 1]
+    assert wrn.linear.in_features == 64
+    mb = build_model("mobilenetv2_mini", in_channels=1, image_size=8)
+    assert mb.linear.in_features == 64
+
+
+@pytest.mark.parametrize("name", sorted(MINI_MODELS))
+def test_mini_models_run_on_8x8_digits(name):
+    model = build_model(name, in_channels=1, num_classes=10, image_size=8)
+    assert model(torch.randn(3, 1, 8, 8)).shape == (3, 10)

@@ -44,7 +44,8 @@ def test_key_omits_new_fields_at_their_defaults():
     assert RunConfig(**key) == RunConfig(**TINY)  # a key still rebuilds its config
     tb = RunConfig(**TINY, layer_lr="tb_linear", layer_lr_params=(("lr_min_ratio", 0.4),),
                    alpha_xmin="ks").key()
-    assert set(OMIT_AT_DEFAULT) <= set(tb)
+    assert set(OMIT_AT_DEFAULT) - {"augmix"} <= set(tb)
+    assert RunConfig(**{**TINY, "augment": True}, augmix=True).key()["augmix"] is True
     assert tb["layer_lr_params"] == (("lr_min_ratio", 0.4),)
     assert RunConfig(**TINY, layer_lr="tb_linear").key()["layer_lr"] == "tb_linear"
 

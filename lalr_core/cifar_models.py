@@ -144,12 +144,12 @@ class CifarResNet4Stage(nn.Module):
         c = _scaled(planes[0], width)
         self.conv1, self.bn1 = _conv_bn(in_channels, c)
         self.n_stages = len(planes)
-        for i, (planes, n) in enumerate(zip(planes, blocks)):
-            planes, blocks = _scaled(planes, width), []
+        for i, (base, n) in enumerate(zip(planes, blocks)):
+            p, stage = _scaled(base, width), []
             for b in range(n):
-                blocks.append(block(c, planes, 2 if (i > 0 and b == 0) else 1))
-                c = planes * block.expansion
-            setattr(self, f"layer{i + 1}", nn.Sequential(*blocks))
+                stage.append(block(c, p, 2 if (i > 0 and b == 0) else 1))
+                c = p * block.expansion
+            setattr(self, f"layer{i + 1}", nn.Sequential(*stage))
         self.linear = nn.Linear(c, num_classes)
 
     def forward(self, x):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import time
 from pathlib import Path
@@ -31,7 +32,7 @@ def select_chapters(requested: str | None, available: dict[str, Path]) -> list[s
     """Validate a comma-separated chapter list (``None``/``all`` = every notebook)."""
     if requested in (None, "", "all"):
         return sorted(available)
-    chosen = [c.strip().zfill(2) if c.strip().isdigit() else c.strip()
+    chosen = [re.sub(r"^\d+", lambda m: m.group(0).zfill(2), c.strip())  # "2b" -> "02b"
               for c in requested.split(",") if c.strip()]
     unknown = [c for c in chosen if c not in available]
     if unknown:

@@ -10,11 +10,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .orth_experiments import ORTHOGONAL
 from .htsr_callbacks import FinalWeights, PrunedStart, SpectralProbe
+from .orth_experiments import ORTHOGONAL
 from .probes import FilterCosineProbe, RepresentationProbe, SymmetryProbe, ZeroGradProbe
 from .profiles import RunConfig, resolve
 from .runs import RunCache, sweep
+from .tb_experiments import TEMPBALANCE
 from .train import train
 from .trajectory import TrajectoryCallback
 
@@ -48,7 +49,9 @@ DIRECTEDNESS: dict[str, dict[str, Any]] = {
     ),
 }
 
-CHAPTERS: dict[str, dict[str, dict[str, Any]]] = {"04": DIRECTEDNESS, "06": ORTHOGONAL}
+CHAPTERS: dict[str, dict[str, dict[str, Any]]] = {
+    "02": TEMPBALANCE, "04": DIRECTEDNESS, "06": ORTHOGONAL,
+}
 
 
 def chapter_settings(chapter: str, profile: str,

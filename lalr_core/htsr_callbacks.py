@@ -49,6 +49,9 @@ class FinalWeights:
 def pretrained_weights(unit_params: Mapping) -> dict[str, torch.Tensor]:
     """The `FinalWeights` of a cached training unit (``{"run": key, "callbacks": {...}}``).
 
+    Reads the default cache (``$LALR_RUNS_ROOT`` or ``data/runs``), the one ``train_runs``
+    uses unless given ``cache=``: pretrain into that cache before fine-tuning from it.
+
     Raises:
         LookupError: the unit is not in the cache, or it was trained without ``weights``.
     """

@@ -96,8 +96,9 @@ def _gram_eigvals(W: torch.Tensor) -> torch.Tensor:
     n, m = W.shape[-2:]
     G = W @ W.mT if n <= m else W.mT @ W                               # (..., min, min)
     lam = torch.linalg.eigvalsh(G)
-    # Numerical rank (as numpy's matrix_rank): eigenvalues within rounding of 0 are 0, so a
-    # pruned (zero-row) layer gives exact zeros, which the alpha fit drops, not ~1e-17 noise.
+    # Eigenvalues within eigvalsh's rounding of 0 (<= max(n, m) eps lambda_max) are set to 0,
+    # so a pruned (zero-row) layer gives exact zeros, which the alpha fit drops, instead of
+    # ~1e-17 noise. (A Gram cannot resolve singular values below ~sqrt(eps) sigma_max anyway.)
     tol = lam[..., -1:].clamp_min(0.0) * max(n, m) * torch.finfo(lam.dtype).eps
     return torch.where(lam > tol, lam, torch.zeros_like(lam))
 

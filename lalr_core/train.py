@@ -22,7 +22,7 @@ import torch
 import torch.nn.functional as F
 from tqdm.auto import tqdm
 
-from .data import ImageData, augment, augmix, crop_pad_for, iterate_batches, load_data
+from .data import DATASETS, ImageData, augment, augmix, crop_pad_for, iterate_batches, load_data
 from .models import build_model, num_parameters
 from .orthogonal import GradientTransform, select_params
 from .profiles import RunConfig
@@ -106,6 +106,14 @@ def deterministic_mode(enabled: bool):
         torch.use_deterministic_algorithms(previous)
 
 
+def initial_model(cfg: RunConfig) -> torch.nn.Module:
+    """The run's model at initialisation, exactly as `train` starts it (seeded by cfg.seed)."""
+    spec = DATASETS[cfg.dataset]
+    torch.manual_seed(cfg.seed)
+    return build_model(cfg.model, in_channels=spec.in_channels, num_classes=spec.num_classes,
+                       width=cfg.width, image_size=spec.image_size)
+
+
 def load_run_data(cfg: RunConfig, device: torch.device) -> ImageData:
     """The data of a run (real or synthetic) on ``device``."""
     return load_data(cfg.dataset, n_train=cfg.n_train, n_val=cfg.n_val, n_test=cfg.n_test,
@@ -170,9 +178,7 @@ def train(cfg: RunConfig, *, data: ImageData | None = None, callbacks: Iterable 
         callbacks.append(TempBalanceCallback.from_config(cfg))
     device = resolve_device(cfg.device)
     data = (data or load_run_data(cfg, device)).to(device)
-    torch.manual_seed(cfg.seed)
-    model = build_model(cfg.model, in_channels=data.in_channels, num_classes=data.num_classes,
-                        width=cfg.width, image_size=data.image_size).to(device)
+    model = initial_model(cfg).to(device)
     if cfg.model != "mlp":
         model = model.to(memory_format=torch.channels_last)
     optimizer = make_optimizer(cfg, model)

@@ -363,3 +363,122 @@ def test_truncated_debian_file_leaves_no_partial_output(tmp_path):
     raw = root / "FashionMNIST" / "raw"
     assert "train-images-idx3-ubyte" not in {p.name for p in raw.iterdir()}
     assert not [p for p in raw.iterdir() if p.suffix == ".part"]
+
+
+# ----------------------------------------------------------------------------- digits (sklearn)
+# Independent oracle: sklearn's own split and images, not lalr_core's reader.
+
+def _sklearn_digits_split():
+    from sklearn.datasets import load_digits
+    from sklearn.model_selection import train_test_split
+    digits = load_digits()
+    i_tr, i_te = train_test_split(range(len(digits.target)), test_size=450,
+                                  stratify=digits.target, random_state=0)
+    return digits, np.sort(i_tr), np.sort(i_te)
+
+
+def test_digits_is_sklearns_stratified_split_with_uint8_pixels(tmp_path):
+    digits, i_tr, i_te = _sklearn_digits_split()
+    d = D.load_data("digits", root=tmp_path / "nowhere")
+    assert D.DATASETS["digits"].tv_class is None
+    assert (d.num_classes, d.in_channels, d.image_size) == (10, 1, 8)
+    assert d.X_train.shape == (1347, 1, 8, 8) and d.X_test.shape == (450, 1, 8, 8)
+    assert d.X_val.shape == (0, 1, 8, 8) and d.X_train.dtype == torch.float32
+    assert len(set(i_tr) | set(i_te)) == 1797 and not set(i_tr) & set(i_te)
+    for X, y, idx in ((d.X_train, d.y_train, i_tr), (d.X_test, d.y_test, i_te)):
+        np.testing.assert_array_equal(y.numpy(), digits.target[idx])
+        images = digits.images[idx]                                     # float 0..16
+        assert set(np.unique(images)) <= set(range(17))
+        want = np.floor(images * 255 / 16 + 0.5).astype(np.int64)     # round half up
+        np.testing.assert_array_equal(_unnormalise(X, "digits")[:, 0], want)
+    assert _unnormalise(d.X_train, "digits").max() == 255  # 16 -> 255
+    # stratified: every class holds 25% (+-1) of its images in the test split
+    counts = np.bincount(digits.target, minlength=10)
+    assert np.all(np.abs(np.bincount(d.y_test.numpy(), minlength=10) - 0.25 * counts) <= 1)
+    assert not (tmp_path / "nowhere").exists()  # nothing written
+
+
+def test_digits_constants_are_the_train_split_pixel_stats():
+    digits, i_tr, _ = _sklearn_digits_split()
+    pix = np.round(digits.images[i_tr] * 255 / 16) / 255.0
+    spec = D.DATASETS["digits"]
+    assert (spec.train_size, spec.test_size, spec.num_classes) == (1347, 450, 10)
+    assert abs(pix.mean() - spec.mean[0]) < 5e-4 and abs(pix.std() - spec.std[0]) < 5e-4
+    d = D.load_data("digits")
+    assert abs(float(d.X_train.mean())) < 5e-3 and abs(float(d.X_train.std()) - 1) < 5e-3
+
+
+def test_digits_n_val_holds_out_from_train():
+    full = D.load_data("digits")
+    d = D.load_data("digits", n_val=100)
+    assert len(d.y_val) == 100 and len(d.y_train) == 1247 and len(d.y_test) == 450
+    def key(X, y):
+        pix = _unnormalise(X, "digits").astype(np.uint8).reshape(len(y), -1)
+        return [row.tobytes() + bytes([label]) for row, label in zip(pix, y.tolist())]
+
+    from collections import Counter
+    assert Counter(key(d.X_train, d.y_train)) + Counter(key(d.X_val, d.y_val)) == \
+        Counter(key(full.X_train, full.y_train))
+    assert torch.equal(d.X_test, full.X_test)
+    small = D.load_data("digits", n_train=64, n_val=100, n_test=32)
+    assert torch.equal(small.X_val, d.X_val) and len(small.y_train) == 64
+    with pytest.raises(ValueError):
+        D.load_data("digits", n_train=1300, n_val=100)
+
+
+def test_ensure_digits_needs_no_files(tmp_path, monkeypatch):
+    def boom(*args, **kwargs):
+        raise AssertionError("digits must not download or install anything")
+
+    monkeypatch.setattr(D.subprocess, "run", boom)  # no apt-get
+    monkeypatch.setattr(D.socket, "create_connection", boom)  # no network
+    assert D.ensure_dataset("digits", tmp_path / "empty") == tmp_path / "empty"
+    assert not (tmp_path / "empty").exists()
+
+
+def test_digits_without_sklearn_raises_dataset_missing(tmp_path, monkeypatch):
+    import sys
+    monkeypatch.setitem(sys.modules, "sklearn.datasets", None)  # import fails
+    with pytest.raises(D.DatasetMissingError, match="scikit-learn"):
+        D.ensure_dataset("digits", tmp_path)
+    with pytest.raises(D.DatasetMissingError, match="digits"):
+        D.load_data("digits", root=tmp_path)
+    d = D.load_data("digits", synthetic=True, n_train=8, n_test=4)  # synthetic needs no sklearn
+    assert d.X_train.shape == (8, 1, 8, 8)
+
+
+# ----------------------------------------------------------------------------- augmix
+
+def _digits_batch(n=12):
+    return D.load_data("digits", n_train=n, n_test=1).X_train
+
+
+def test_crop_pad_for():
+    assert D.crop_pad_for(32) == 4 and D.crop_pad_for(8) == 1 and D.crop_pad_for(28) == 3
+    assert D.crop_pad_for(4) == 1 and D.crop_pad_for(64) == 8
+
+
+def test_augmix_shape_dtype_reproducible_and_uint8_pixels():
+    X = _digits_batch()
+    out = D.augmix(X, "digits", generator=torch.Generator().manual_seed(3))
+    assert out.shape == X.shape and out.dtype == X.dtype and out.device == X.device
+    again = D.augmix(X, "digits", generator=torch.Generator().manual_seed(3))
+    other = D.augmix(X, "digits", generator=torch.Generator().manual_seed(4))
+    assert torch.equal(out, again) and not torch.equal(out, other)
+    assert not torch.equal(out, X)
+    pix = _unnormalise(out, "digits")          # asserts integer pixels within float32 rounding
+    assert pix.min() >= 0 and pix.max() <= 255
+    x64 = D.augmix(X.double(), "digits", generator=torch.Generator().manual_seed(3))
+    assert x64.dtype == torch.float64 and x64.shape == X.shape
+
+
+def test_augmix_draws_per_sample_and_leaves_global_rng_alone():
+    X = _digits_batch(1).expand(16, -1, -1, -1).contiguous()  # 16 copies of one image
+    torch.manual_seed(123)
+    before = torch.get_rng_state()
+    out = D.augmix(X, "digits", generator=torch.Generator().manual_seed(0))
+    D.augmix(X, "digits")  # generator=None: a fresh one, still not the global RNG
+    assert torch.equal(torch.get_rng_state(), before)
+    assert len({bytes(o.numpy()) for o in out}) > 1  # not one op chain shared by the batch
+    with pytest.raises(ValueError):
+        D.augmix(X[0], "digits")

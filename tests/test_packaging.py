@@ -31,3 +31,19 @@ def test_select_chapters():
     assert driver.select_chapters("all", available) == ["04", "06"]
     with pytest.raises(ValueError):
         driver.select_chapters("05", available)
+
+
+def test_chapter_notebooks_accepts_letter_suffixed_ids(tmp_path):
+    for name in ("02_tempbalance.ipynb", "02b_htsr_pruning.ipynb", "04_directedness.ipynb",
+                 "README.md", "x_02.ipynb", "2_short.ipynb", "02b_notes.txt"):
+        (tmp_path / name).write_text("")
+    found = driver.chapter_notebooks(tmp_path)
+    assert found == {"02": tmp_path / "02_tempbalance.ipynb",
+                     "02b": tmp_path / "02b_htsr_pruning.ipynb",
+                     "04": tmp_path / "04_directedness.ipynb"}
+    assert driver.select_chapters("2,02b", found) == ["02", "02b"]
+    assert driver.select_chapters(" 02b , 4 ", found) == ["02b", "04"]
+    assert driver.select_chapters(None, found) == ["02", "02b", "04"]
+    for bad in ("02c", "03", "2,02x"):
+        with pytest.raises(ValueError, match="unknown chapters"):
+            driver.select_chapters(bad, found)

@@ -218,3 +218,66 @@ def test_bad_inputs_raise_value_error():
         mp_edges(1.5)
     with pytest.raises(ValueError, match="nn.Module or a dict"):
         esds([torch.ones(2, 2)])
+
+
+# ----------------------------------------------------------------------------- numerical rank
+# `_gram_eigvals` sets eigenvalues within rounding of 0 to exactly 0 (pruned, zero-row layers).
+
+def _with_zero_rows(n, m, rows, seed=0):
+    W = np.random.default_rng(seed).standard_normal((n, m))
+    W[rows] = 0.0
+    return W
+
+
+@pytest.mark.parametrize("n, m, rows", [(20, 50, [0, 7, 13]), (32, 32, [1, 2, 30, 31]),
+                                        (40, 100, list(range(0, 40, 4)))])
+def test_esd_zero_rows_give_exact_zeros_and_svd_squared_rest(n, m, rows):
+    W = _with_zero_rows(n, m, rows)
+    lam = esd(torch.from_numpy(W)).numpy()
+    k = min(n, m) - np.linalg.matrix_rank(W)
+    assert k == len(rows) and lam.shape == (min(n, m),)
+    assert np.count_nonzero(lam == 0.0) == k and np.all(lam[:k] == 0.0) and np.all(lam[k:] > 0)
+    sv2 = np.sort(np.linalg.svd(W, compute_uv=False) ** 2)[k:]
+    np.testing.assert_allclose(lam[k:], sv2, rtol=1e-10)
+    # a scaled copy: the tolerance is relative, so the same zeros
+    assert np.count_nonzero(esd(torch.from_numpy(W * 1e-6)).numpy() == 0) == k
+
+
+def test_esd_zero_columns_of_a_tall_matrix_and_zero_rows_that_do_not_cut_the_rank():
+    W = _with_zero_rows(50, 20, [3, 4, 5])              # tall 50 x 20, zero rows: full rank
+    lam = esd(torch.from_numpy(W)).numpy()
+    assert np.linalg.matrix_rank(W) == 20 and np.all(lam > 0)
+    Wc = _with_zero_rows(20, 50, [2, 9], seed=1).T     # tall 50 x 20 with 2 zero columns
+    lam = esd(torch.from_numpy(Wc)).numpy()
+    assert np.count_nonzero(lam == 0) == 20 - np.linalg.matrix_rank(Wc) == 2
+
+
+def test_esd_full_rank_random_matrix_has_no_zeros_and_conv_slices_per_slice_tolerance():
+    W = torch.from_numpy(np.random.default_rng(2).standard_normal((30, 70)))
+    assert (esd(W) > 0).all()
+    # slices: a pruned conv [c_out, c_in, 3, 3] with 3 zero output channels -> 3 zeros per
+    # kernel position; an all-zero slice (x1e-8 scale of another) stays a zero
+    conv = nn.Conv2d(12, 10, 3, bias=False).double()
+    with torch.no_grad():
+        conv.weight[[0, 4, 9]] = 0.0
+    S = layer_matrices(conv, conv="slices")[""]                          # (9, 10, 12)
+    lam = esd(S)
+    assert lam.numel() == 9 * 10 and int((lam == 0).sum()) == 9 * 3
+    ref = np.concatenate([np.linalg.svd(s, compute_uv=False) ** 2 for s in S.numpy()])
+    np.testing.assert_allclose(np.sort(lam.numpy())[27:], np.sort(ref)[27:], rtol=1e-10)
+    stack = torch.stack([S[0], S[1] * 1e-8, torch.zeros_like(S[0])])
+    lam = esd(stack)
+    assert int((lam == 0).sum()) == 3 + 3 + 10   # small slice keeps its own non-zeros
+
+
+@pytest.mark.parametrize("xmin", ["median", "ks"])
+def test_fit_alpha_of_pruned_matrix_equals_matrix_without_zero_rows(xmin):
+    rows = [1, 5, 6, 20, 33, 34, 35]
+    W = _with_zero_rows(48, 120, rows, seed=3)
+    kept = np.delete(W, rows, axis=0)
+    lam_p, lam_k = esd(torch.from_numpy(W)), esd(torch.from_numpy(kept))
+    assert int((lam_p == 0).sum()) == len(rows) and lam_k.numel() == 48 - len(rows)
+    fp, fk = fit_alpha(lam_p, xmin), fit_alpha(lam_k, xmin)
+    assert fp["n_tail"] == fk["n_tail"]
+    assert fp["alpha"] == pytest.approx(fk["alpha"], rel=1e-9)
+    assert fp["xmin"] == pytest.approx(fk["xmin"], rel=1e-9)

@@ -1,0 +1,491 @@
+# %% [markdown]
+# # 02 · TempBalance: layer-wise learning rates from the spectra of the weights
+#
+# **Question.** If each layer's weight spectrum tells how well trained it is (heavy-tailed
+# heavy-tailed self-regularisation, HT-SR: a smaller power-law exponent α means a better-trained
+# layer), does giving the less-trained layers (larger α) larger learning rates help, and which
+# map from α to learning rate works?
+#
+# **Source.** E. (Y. C.) Ye, *Layerwise Training of Deep Neural Networks*, MSc report, UC Berkeley
+# EECS-2023-126, chapters 1–2 (`../shared/seeds/001_bb912a33d016025f.txt`). Chapter 3 (HT-SR
+# pruning) is the companion notebook `02b_htsr_pruning.ipynb`.
+#
+# **Method.** Every epoch, for every layer weight matrix, the empirical spectral density (ESD,
+# eq. 1.5) of $W^\top W$ is fitted by a power law $p(\lambda)\propto\lambda^{-\alpha}$ above
+# $x_{\min}$ with the MLE $\hat\alpha = 1 + n/\sum_i\ln(\lambda_i/x_{\min})$ (eq. 1.9,
+# `lalr_core.spectral`). An allocation scheme maps the α's to per-layer learning rates around
+# the cosine schedule $\text{lr}_t$ of eq. 2.12; eq. 2.13 (and 2.16–2.19) are *weighted
+# probabilities* $\text{lr}_{t,i} = \text{lr}_t\, n\, g(\alpha_{t,i}) / \sum_j g(\alpha_{t,j})$,
+# so the mean learning rate stays $\text{lr}_t$ (`lalr_core.tempbalance`, applied in the
+# training loop by `TempBalanceCallback` through per-layer parameter groups).
+#
+# **What this notebook regenerates.** Fig 1.3 (redrawn from our own matrices; figs 1.1–1.2 are
+# schematics), figs 2.1–2.6, and the text-only results T-001-a (powers, with the source's
+# numbers), T-001-b (NegPow2's train accuracy), T-001-c (α rarely reaches [2, 6]) and T-001-d
+# (sampling schemes). Each item states the source's claim and ends with the digest's check
+# (fixed before running); verdicts go to `figures/<profile>/REPORT.md`.
+#
+# **Profiles.** `smoke` (default; 256 digits, 2 epochs, seconds); `quick` (the digest's section
+# I.5 reductions: the sklearn digits, 8×8 grey, 1347/450 split; R18m/R34m = CIFAR-style
+# ResNets with 3 stages of [1,1,1] / [2,2,2] basic blocks and 16w/32w/64w channels; 8 epochs;
+# 2 seeds; minutes on 2 CPU cores); `paper` (CIFAR-100, CIFAR ResNet-18/34 at widths
+# {0.25, …, 2.5} and lr₀ {0.025, …, 0.2}, 200 epochs). **At quick scale the numbers are not the
+# source's**: a check tests the qualitative claim on a small problem.
+#
+# **Source issues and our choices (stated again where they matter).**
+# (i) Which matrices: the first conv and the final linear layer are excluded and keep lr_t; BN
+# and biases follow their conv (§1.4 text, TempBalance's code; digest A-4). (ii) Conv weights are
+# analysed as TempBalance does, as $k_h k_w$ slices of shape $c_{out}\times c_{in}$ whose
+# eigenvalues are pooled (A-3); no $1/N$ (α is scale invariant). (iii) $x_{\min}$ is not stated:
+# TempBalance's median rule for the allocation, the KS rule (Clauset et al.) where noted (A-1).
+# (iv) The ranges "α ∈ [2, 6]" depend on the estimator (A-2), so T-001-c reports both. (v) Eq.
+# 2.12 is implemented literally, $\text{lr}_t = \tfrac{\text{lr}_0}{2}(1+\cos\tfrac{(t+1)\pi}{T})$
+# (A-5). (vi) Eq. 2.27 lacks the normalisation its text asks for; eq. 2.29 can give negative
+# "probabilities"; eq. 2.20 prints descending exponents; the EMG allocation has no rule: we use
+# the digest's A-6, A-7, A-9 choices (`lalr_core.tempbalance` docstrings). (vii) Batch size,
+# momentum, weight decay, augmentation and seeds are not stated (A-16): TempBalance's code
+# values (batch 128, momentum 0.9, wd 5e-4, crop + flip; quick: batch 64).
+
+# %%
+# parameters
+profile = "smoke"   # smoke | quick | paper
+overrides = {}      # any setting of the chapter's profile table, e.g. {"seeds": 3}
+
+# %%
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import torch
+
+from lalr_core import spectral
+from lalr_core import tb_experiments as tb
+from lalr_core.cka import cka_matrix, collect_activations
+from lalr_core.data import load_data
+from lalr_core.experiments import chapter_settings, train_runs
+from lalr_core.figures import FigureWriter, set_style
+from lalr_core.provenance import repo_root
+from lalr_core.tempbalance import allocate
+from lalr_core.train import initial_model
+
+S = chapter_settings("02", profile, overrides)   # validated before any compute
+out = FigureWriter("02_tempbalance", profile, "02_tempbalance.ipynb")
+set_style()
+SECTIONS = tb.section_runs(S)   # section -> (run configs, callbacks of each)
+SOURCE = pd.read_csv(repo_root() / "data" / "reference" / "ch02_text_numbers.csv")
+
+
+def runs(section):
+    """Configs, results and the per-run table of one section (from the cache after the sweep)."""
+    cfgs, callbacks = SECTIONS[section]
+    res = train_runs(cfgs, callbacks=callbacks, workers=S["workers"], executor=S["executor"])
+    return cfgs, res, tb.run_table(cfgs, res)
+
+
+pd.Series(S, dtype=object).to_frame("setting")
+
+# %% [markdown]
+# ## Training · every run of the chapter in one sweep
+#
+# All runs below go through one cached, resumable sweep, longest first (at paper scale
+# `overrides={"executor": "ray"}` sends it to a Ray cluster). Runs shared between items (e.g. the
+# fig 2.1 baselines reused by figs 2.3 and T-001-a) are trained once. A killed notebook resumes
+# here and loses at most the runs in flight.
+
+# %%
+all_cfgs, all_callbacks = tb.all_runs(S)
+_ = train_runs(all_cfgs, callbacks=all_callbacks, workers=S["workers"], executor=S["executor"])
+f"{len(all_cfgs)} runs, {sum(c.epochs for c in all_cfgs)} epochs"
+
+# %% [markdown]
+# ## Fig 1.3 · a heavy-tailed ESD is a straight line on log-log axes
+#
+# *Source:* a trained layer's ESD shows "a steady linear decay in a log-log ESD plot" (left),
+# while one "with more randomness" resembles the Gaussian-like (Marchenko–Pastur) ESD of an
+# initialised layer (right). The source's figure has no stated provenance; we redraw it from
+# our own matrices: the 128×128 hidden layer of an MLP (digits, SGD momentum 0.9, lr 0.02,
+# batch 16; the digest's E-1.3 with one hidden 128×128 matrix instead of two) at initialisation
+# and after training, with the power-law fit above $x_{\min}$ and the Marchenko–Pastur density
+# of the initial weights (eq. 1.6, entries of variance $1/(3\cdot128)$, PyTorch's default init).
+# *Checks (digest E-1.3):* α(trained) < α(init) under both x_min rules; λ_max grows ≥ 1.5×; the
+# initial ESD lies inside the MP support.
+
+# %%
+esd_cfgs, esd_res, _ = runs("fig1.3")
+cfg13 = esd_cfgs[0]
+init_model, trained_model = initial_model(cfg13), initial_model(cfg13)
+trained_model.load_state_dict(esd_res[0]["callbacks"]["weights"])
+square = [n for n, W in spectral.layer_matrices(init_model).items() if W.shape[-1] == W.shape[-2]][0]
+W0 = spectral.layer_matrices(init_model)[square]
+W1 = spectral.layer_matrices(trained_model)[square]
+lam0, lam1 = spectral.esd(W0, normalize=True), spectral.esd(W1, normalize=True)
+fits = {(when, rule): spectral.fit_alpha(lam, xmin=rule)
+        for when, lam in (("init", lam0), ("trained", lam1)) for rule in ("median", "ks")}
+N = W0.shape[0]
+a_mp, b_mp = spectral.mp_edges(1.0, sigma2=1.0 / (3 * N))
+
+fig, axes = plt.subplots(1, 2, figsize=(10, 4), sharey=True)
+for ax, lam, when in ((axes[0], lam1, "trained"), (axes[1], lam0, "init")):
+    lam = lam[lam > 0].numpy()
+    bins = np.logspace(np.log10(lam.min()), np.log10(lam.max()), 50)
+    dens, edges = np.histogram(lam, bins=bins, density=True)
+    mid = np.sqrt(edges[1:] * edges[:-1])
+    ax.loglog(mid[dens > 0], dens[dens > 0], "o", ms=4, label=f"ESD ({when})")
+    f = fits[(when, "ks")]
+    xs = np.logspace(np.log10(f["xmin"]), np.log10(lam.max()), 20)
+    tail = f["n_tail"] / len(lam)   # the tail's share of the density
+    ax.loglog(xs, tail * (f["alpha"] - 1) / f["xmin"] * (xs / f["xmin"]) ** -f["alpha"], "r-",
+              label=f"power law, KS $x_{{min}}$: α = {f['alpha']:.2f}")
+    if when == "init":
+        xx = torch.linspace(a_mp + 1e-9, b_mp, 400)
+        ax.loglog(xx, spectral.marchenko_pastur_pdf(xx, 1.0, 1.0 / (3 * N)), "k--", label="Marchenko–Pastur")
+    ax.set_xlabel("eigenvalue of $W^TW/N$"); ax.set_title(f"{square}, {when}")
+    ax.legend(fontsize=8)
+axes[0].set_ylabel("density")
+out.savefig(fig, "fig1.3", params=S, seeds=[cfg13.seed])
+plt.close(fig)
+inside = float(((lam0 >= a_mp * 0.95) & (lam0 <= b_mp * 1.05)).double().mean())
+grow = float(lam1.max() / lam0.max())
+out.check("fig1.3", "alpha(trained) < alpha(init) under the median and the KS x_min rule",
+          all(fits[("trained", r)]["alpha"] < fits[("init", r)]["alpha"] for r in ("median", "ks")),
+          ours={f"{w}/{r}": round(v["alpha"], 3) for (w, r), v in fits.items()})
+out.check("fig1.3", "lambda_max grows >= 1.5x with training", grow >= 1.5, ours=round(grow, 2))
+out.check("fig1.3", "the initial ESD lies inside the Marchenko-Pastur support (>= 95 % of eigenvalues, 5 % slack)",
+          inside >= 0.95, ours=round(inside, 3), source="MP support [(1-sqrt y)^2, (1+sqrt y)^2] sigma^2")
+pd.DataFrame(fits).T.round(3)
+
+# %% [markdown]
+# ## Fig 2.1 · α-weighted learning rates (eq. 2.13) vs one global rate
+#
+# *Source:* "On ResNet34, test time improvements (blue) are more prominent (especially at
+# initial learning rate of 0.2) while suffering minimal training accuracy loss compared to
+# ResNet18, especially at 25%-width." Bars: accuracy(eq. 2.13) − accuracy(baseline), test and
+# train, per width, panels per lr₀ and model. Quick: R18m/R34m on digits, widths {0.5, 1}, lr₀
+# {0.05, 0.2}, 8 epochs, the mean of paired seeds. *Check (digest E-2.1):* at lr₀ 0.2, averaged
+# over widths, Δtest(R34) > 0, Δtest(R34) > Δtest(R18) and Δtrain(R34) ≥ Δtrain(R18), with the
+# strongest R34 effect at the smallest width.
+
+# %%
+grid_cfgs, grid_res, grid = runs("fig2.1")
+d21 = tb.deltas(grid, ["model", "width", "lr"])
+out.save_table(d21, "fig2.1", params=S, note="d_test / d_train: eq. 2.13 minus baseline, percentage points, mean over seeds")
+models, lrs = list(S["models"]), list(S["lrs"])
+fig, axes = plt.subplots(len(models), len(lrs), figsize=(4 * len(lrs), 3 * len(models)), squeeze=False, sharey=True)
+for i, m in enumerate(models):
+    for j, lr in enumerate(lrs):
+        d = d21[(d21.model == m) & (d21.lr == lr)].sort_values("width")
+        x = np.arange(len(d))
+        axes[i, j].bar(x - 0.2, d.d_test, 0.4, color="C0", label="test")
+        axes[i, j].bar(x + 0.2, d.d_train, 0.4, color="C1", label="train")
+        axes[i, j].axhline(0, color="k", lw=0.8)
+        axes[i, j].set_xticks(x, [f"{w:g}" for w in d.width])
+        axes[i, j].set_title(f"{m}, lr0 = {lr:g}", fontsize=9)
+        axes[i, j].set_xlabel("width fraction")
+axes[0, 0].set_ylabel("Δ accuracy (points)"); axes[0, 0].legend(fontsize=8)
+out.savefig(fig, "fig2.1", params=S, seeds=list(range(S["seeds"])))
+plt.close(fig)
+top = d21[d21.lr == max(lrs)].groupby("model")[["d_test", "d_train"]].mean()
+r18, r34 = models[0], models[-1]
+strongest = d21[(d21.lr == max(lrs)) & (d21.model == r34)].set_index("width").d_test
+out.check("fig2.1", "at the largest lr0, Delta test of the deeper ResNet > 0 (mean over widths)",
+          bool(top.loc[r34, "d_test"] > 0), ours=top.round(2).to_dict())
+out.check("fig2.1", "at the largest lr0, Delta test(deeper) > Delta test(shallower) and Delta train(deeper) >= Delta train(shallower)",
+          bool(top.loc[r34, "d_test"] > top.loc[r18, "d_test"] and top.loc[r34, "d_train"] >= top.loc[r18, "d_train"]),
+          ours=top.round(2).to_dict())
+out.check("fig2.1", "the deeper ResNet's largest test gain is at the smallest width",
+          bool(strongest.idxmax() == strongest.index.min()), ours=strongest.round(2).to_dict())
+d21.round(2)
+
+# %% [markdown]
+# ## Fig 2.2 · CKA between every pair of modules, baseline vs α allocation
+#
+# *Source:* ResNet34 (50 % width, lr₀ 0.2): the baseline "shows high similarities between
+# adjacent layers throughout the model while more differences arise between the shallower and
+# deeper layers with the learning rate allocations". The axes are the 109 modules of ResNet34
+# (`named_modules()`, root excluded; R34m has 3 + 3 + 6·6 + 2·2 = 46, tested in
+# `tests/test_cifar_models.py`). Linear CKA (eqs. 2.14–2.15 with a linear kernel; the source
+# does not name its kernel) on the whole test set, not on "a random batch each time" (the
+# source's stated limitation; digest A-12; paper: a fixed subset of 2000 test images, since the
+# n×n Grams of 109 modules on all 10k would need ~90 GB); the spread over random batches of 128
+# is reported.
+# *Checks:* baseline mean CKA of adjacent modules > 0.8; mean CKA between the first and the last
+# third of the modules is lower with the allocation than without.
+
+# %%
+data = load_data(S["dataset"], n_train=S["n_train"] or None, n_test=S["cka_samples"])
+Xtest = data.X_test
+cka_runs = {tb.allocation_of(c): (c, r) for c, r in zip(grid_cfgs, grid_res)
+            if (c.model, c.width, c.lr, c.seed) == (S["cka_model"], S["cka_width"], S["cka_lr"], 0)}
+cka, batch_sd = {}, {}
+gen = torch.Generator().manual_seed(0)
+for alloc, (c, r) in sorted(cka_runs.items()):
+    model = initial_model(c)
+    model.load_state_dict(r["callbacks"]["weights"])
+    cka[alloc] = cka_matrix(collect_activations(model, Xtest))
+    batches = []
+    for _ in range(S["cka_batches"]):
+        idx = torch.randperm(len(Xtest), generator=gen)[:S["cka_batch_size"]]
+        batches.append(cka_matrix(collect_activations(model, Xtest[idx])).to_numpy())
+    batch_sd[alloc] = float(np.nanmean(np.nanstd(np.stack(batches), axis=0)))
+fig, axes = plt.subplots(1, 2, figsize=(11, 5))
+for ax, alloc in zip(axes, ("baseline", "alpha")):
+    im = ax.imshow(cka[alloc].to_numpy(), vmin=0, vmax=1, cmap="magma", origin="lower")
+    ax.set_title(f"{S['cka_model']} {alloc} ({len(cka[alloc])} modules)")
+    ax.set_xlabel("module index"); ax.set_ylabel("module index")
+fig.colorbar(im, ax=axes, shrink=0.8, label="linear CKA")
+out.savefig(fig, "fig2.2", params=S, seeds=[0])
+plt.close(fig)
+contrast = {a: tb.cka_contrast(m) for a, m in cka.items()}
+out.check("fig2.2", "baseline: mean CKA of adjacent modules > 0.8", contrast["baseline"]["adjacent"] > 0.8,
+          ours={a: round(v["adjacent"], 3) for a, v in contrast.items()})
+out.check("fig2.2", "first-third vs last-third CKA is lower with the alpha allocation than the baseline",
+          contrast["alpha"]["first_last"] < contrast["baseline"]["first_last"],
+          ours={a: round(v["first_last"], 3) for a, v in contrast.items()},
+          detail=f"std over {S['cka_batches']} random batches of {S['cka_batch_size']}: "
+                 + ", ".join(f"{a} {v:.3f}" for a, v in batch_sd.items()))
+pd.DataFrame(contrast).T.assign(batch_to_batch_sd=pd.Series(batch_sd)).round(3)
+
+# %% [markdown]
+# ## Fig 2.3 · four maps of α to learning rates
+#
+# *Source:* allocations on ResNet18 and ResNet34 "using weighted probability of α values mapped to
+# identity (orange), square root (green), cube root (red), logarithm base-2 (purple)"; "the
+# square root or logarithmic functions improve test time performance on most models". Left two
+# panels: each map applied to the α's TempBalance fitted after the last epoch of the eq. 2.13 run
+# (width 1, lr₀ 0.2, seed 0; which epoch the source shows is not stated, digest A-13), in units
+# of lr_t. Right: test accuracy of each map minus the baseline (R18m, 8 epochs, mean of seeds;
+# the caption does not say what is compared, A-10). *Checks (E-2.3):* the spread ordering
+# std(id) > std(√) > std(∛); every map keeps the mean lr = lr_t; every α > 1 (log₂ needs it).
+
+# %%
+def alpha_vector(model):
+    c, r = next((c, r) for c, r in zip(grid_cfgs, grid_res) if (c.model, c.width, c.lr, c.seed, tb.allocation_of(c))
+                == (model, S["map_width"], S["map_lr"], 0, "alpha"))
+    return tb.last_alphas(r)
+
+colours = {"alpha": "C1", "sqrt": "C2", "cbrt": "C3", "log2": "C4"}
+map_cfgs, map_res, maps = runs("fig2.3")
+d23 = tb.deltas(maps, ["model"])
+fig, axes = plt.subplots(1, 3, figsize=(14, 4))
+spread, means = {}, {}
+for ax, m in zip(axes, S["models"]):
+    a = alpha_vector(m).to_numpy()
+    for name in tb.FIG23_MAPS:
+        scheme, params = tb.ALLOCATIONS[name]
+        lr = allocate(a, 1.0, scheme, **dict(params))
+        spread[(m, name)], means[(m, name)] = float(lr.std()), float(lr.mean())
+        ax.plot(lr, "o-", color=colours[name], lw=2.5 if name == "sqrt" else 1, label=name)
+    ax.axhline(1, color="k", lw=0.5)
+    ax.set_title(f"{m}: {len(a)} layers"); ax.set_xlabel("layer (param group)"); ax.set_ylabel("lr / lr_t")
+axes[0].legend(fontsize=8)
+axes[2].bar(d23.allocation, d23.d_test, color=[colours[a] for a in d23.allocation])
+axes[2].axhline(0, color="k", lw=0.8)
+axes[2].set_title(f"{S['map_model']}: test Δ vs baseline"); axes[2].set_ylabel("points")
+out.savefig(fig, "fig2.3", params=S, seeds=list(range(S["seeds"])))
+plt.close(fig)
+order = all(spread[(m, "alpha")] > spread[(m, "sqrt")] > spread[(m, "cbrt")] for m in S["models"])
+out.check("fig2.3", "spread ordering std(identity) > std(sqrt) > std(cbrt) on both models", order,
+          ours={f"{m}/{n}": round(v, 4) for (m, n), v in spread.items()})
+out.check("fig2.3", "every map keeps the mean lr equal to lr_t (|mean - 1| < 1e-9)",
+          all(abs(v - 1) < 1e-9 for v in means.values()))
+min_alpha = min(float(alpha_vector(m).min()) for m in S["models"])
+out.check("fig2.3", "every fitted alpha > 1 (log2 map defined)", min_alpha > 1, ours=round(min_alpha, 3))
+out.check("fig2.3", "sqrt or log2 improves test accuracy over the baseline (ours: one model)",
+          bool((d23.set_index("allocation").loc[["sqrt", "log2"], "d_test"] > 0).any()),
+          ours=d23.set_index("allocation").d_test.round(2).to_dict(),
+          source="'the square root or logarithmic functions improve test time performance on most models'")
+d23.round(2)
+
+# %% [markdown]
+# ## Fig 2.4 · powers, roots and the logarithm, in order and ranked
+#
+# *Source:* "we want variations among layerwise learning rates while keeping the majority of them
+# as far from 0 as possible". The schemes are not enumerated (A-11): identity, α², α³, √, ∛, α^¼,
+# log₂, on R18m's last-epoch α's. *Checks (E-2.4, exact identities):* the max/min lr ratio equals
+# $(\alpha_{\max}/\alpha_{\min})^p$; std(∛) < std(√) < std(id) < std(α²) < std(α³); the fraction
+# of groups below 0.1·lr_t is reported per scheme.
+
+# %%
+a24 = alpha_vector(S["map_model"]).to_numpy()
+P = {"alpha": 1, "alpha^2": 2, "alpha^3": 3, "sqrt": 1 / 2, "cbrt": 1 / 3, "root4": 1 / 4}
+lr24 = {n: allocate(a24, 1.0, tb.ALLOCATIONS[n][0], **dict(tb.ALLOCATIONS[n][1])) for n in tb.FIG24_MAPS}
+fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+for n, lr in lr24.items():
+    axes[0].plot(lr, "o-", ms=3, label=n)
+    axes[1].plot(np.sort(lr)[::-1], "o-", ms=3, label=n)
+axes[0].set_xlabel("layer (param group)"); axes[1].set_xlabel("rank")
+for ax in axes:
+    ax.set_ylabel("lr / lr_t"); ax.axhline(0.1, color="k", ls=":", lw=0.8)
+axes[0].legend(fontsize=8)
+out.savefig(fig, "fig2.4", params=S, seeds=[0])
+plt.close(fig)
+ratio_ok = all(np.isclose(lr24[n].max() / lr24[n].min(), (a24.max() / a24.min()) ** p, rtol=1e-9) for n, p in P.items())
+sd = {n: float(lr24[n].std()) for n in P}
+below = {n: float((lr < 0.1).mean()) for n, lr in lr24.items()}
+out.check("fig2.4", "max/min lr ratio equals (alpha_max/alpha_min)^p for every power/root", ratio_ok)
+out.check("fig2.4", "std(cbrt) < std(sqrt) < std(identity) < std(alpha^2) < std(alpha^3)",
+          sd["cbrt"] < sd["sqrt"] < sd["alpha"] < sd["alpha^2"] < sd["alpha^3"], ours={n: round(v, 4) for n, v in sd.items()})
+pd.DataFrame({"std": sd, "share_below_0.1_lr_t": below}).round(3)
+
+# %% [markdown]
+# ## Fig 2.5 · softmax (eq. 2.19) and negative powers of two (eqs. 2.20–2.22)
+#
+# *Source:* softmax "does not work as most learning rates are assigned values of 0"; with NegPow2
+# "many parameter groups are not updated ... worse model performance during test time and the
+# model not training to convergence, with 65-70% train accuracies" (T-001-b). Eq. 2.20 is read
+# ascending (A-7). Top: the two schemes on R18m's α's and on a synthetic α vector of ResNet18's
+# size (n = 19 layers, α = 1 + Exp(mean 2)), in layer order and ranked. *Checks (E-2.5):*
+# NegPow2's exact counts (n = 19: 12 groups below 0.1·lr_t, 9 below 0.01·lr_t, the largest at
+# 9.5·lr_t, and the closed form min(n, ⌊log₂(n/c)⌋) on our n); softmax's share of groups below
+# 0.1·lr_t is at least the identity map's; NegPow2's final train accuracy is below the
+# baseline's (R18m, lr₀ 0.05).
+
+# %%
+rng = np.random.default_rng(0)
+a_syn = 1 + rng.exponential(2.0, 19)
+fig, axes = plt.subplots(2, 2, figsize=(11, 7))
+shares = {}
+for row, (label, a) in enumerate((("R18m alphas", a24), ("synthetic n=19", a_syn))):
+    for scheme, style in (("softmax", "C0o-"), ("neg_pow2", "C3s-")):
+        lr = allocate(a, 1.0, scheme)
+        shares[(label, scheme)] = float((lr < 0.1).mean())
+        axes[row, 0].plot(lr, style, ms=4, label=scheme)
+        axes[row, 1].plot(np.sort(lr)[::-1], style, ms=4, label=scheme)
+    shares[(label, "alpha")] = float((allocate(a, 1.0, "eq2.13") < 0.1).mean())
+    axes[row, 0].set_title(f"{label}: in layer order"); axes[row, 1].set_title(f"{label}: ranked")
+    for ax in axes[row]:
+        ax.set_yscale("log"); ax.set_ylabel("lr / lr_t")
+axes[0, 0].legend(fontsize=8)
+out.savefig(fig, "fig2.5", params=S, seeds=[0])
+plt.close(fig)
+np19 = allocate(a_syn, 1.0, "neg_pow2")
+counts19 = (int((np19 < 0.1).sum()), int((np19 < 0.01).sum()), float(np19.max()))
+n_ours = len(a24)
+closed = all(int((allocate(a24, 1.0, "neg_pow2") >= c).sum()) == tb.neg_pow2_count_at_least(n_ours, c) for c in (0.01, 0.1, 0.5, 1.0))
+out.check("fig2.5", "NegPow2, n = 19: 12 groups < 0.1 lr_t, 9 < 0.01 lr_t, largest n (1/2 + 2^-n) = 9.5 lr_t (exact)",
+          counts19[:2] == (12, 9) and abs(counts19[2] - 19 * (0.5 + 2 ** -19)) < 1e-9, ours=list(counts19))
+out.check("fig2.5", f"NegPow2 on our n = {n_ours}: #groups >= c lr_t = min(n, floor(log2(n/c))) for c in 0.01, 0.1, 0.5, 1", closed)
+out.check("fig2.5", "softmax leaves at least as many groups below 0.1 lr_t as the identity map (both alpha vectors)",
+          all(shares[(l, "softmax")] >= shares[(l, "alpha")] for l in ("R18m alphas", "synthetic n=19")),
+          ours={f"{l}/{s}": round(v, 3) for (l, s), v in shares.items()},
+          detail="softmax's share exceeds 50 % only for exponential-tailed alphas (digest E-2.5)")
+neg_cfgs, neg_res, neg = runs("fig2.5")
+d25 = tb.deltas(neg, ["model"])
+t25 = neg.groupby("allocation")[["train_acc", "test_acc"]].mean()
+out.save_table(t25.reset_index(), "T-001-b", params=S,
+               note="final accuracies (%), mean of seeds; source: NegPow2 65-70 % train accuracy on CIFAR-100")
+out.check("T-001-b", "NegPow2's final train accuracy is below the baseline's",
+          bool(t25.loc["neg_pow2", "train_acc"] < t25.loc["baseline", "train_acc"]),
+          ours=t25.train_acc.round(2).to_dict(), source="65-70 % train accuracy (CIFAR-100)")
+out.check("fig2.5", "softmax: worse test accuracy than the baseline ('does not work')",
+          bool(t25.loc["softmax", "test_acc"] < t25.loc["baseline", "test_acc"]), ours=t25.test_acc.round(2).to_dict())
+t25.round(2)
+
+# %% [markdown]
+# ## Fig 2.6 and T-001-c · the distribution of α over layers
+#
+# *Source:* towards the end of training the density of α over layers "roughly resembles an
+# exponential (or power-law) distribution" (ResNet18/34, 25 % width, lr₀ 0.2), which motivates the
+# EMG model of eqs. 2.30–2.31; and (T-001-c) "in most cases, we do not observe α converge to the
+# optimal range of [2,6] after 200 epochs". Histograms of the per-layer α's (median rule, as the
+# allocation uses) at three epochs, pooled over seeds; an exponential fit of α − min α and a
+# normal fit of α. *Checks (E-2.6):* skewness of the pooled final-epoch α's > 0; the exponential
+# log-likelihood ≥ the normal's. T-001-c reports, per epoch, the share of layers with α ∈ [2, 6]
+# under the median and the KS rule (they differ, A-2).
+
+# %%
+dist_cfgs, dist_res, _ = runs("fig2.6")
+fig, axes = plt.subplots(1, len(S["models"]), figsize=(11, 4), squeeze=False)
+fit26 = {}
+for ax, m in zip(axes[0], S["models"]):
+    recs = pd.concat([r["callbacks"]["tempbalance"] for c, r in zip(dist_cfgs, dist_res) if c.model == m])
+    for e in S["dist_epochs_shown"]:
+        ax.hist(recs[recs.epoch == e].alpha, bins=15, alpha=0.5, density=True, label=f"epoch {e}")
+    final = recs[recs.epoch == recs.epoch.max()].alpha.to_numpy()
+    fit26[m] = tb.exp_vs_normal(final)
+    xs = np.linspace(final.min(), final.max(), 100)
+    ax.plot(xs, np.exp(-(xs - final.min()) / (final - final.min()).mean()) / (final - final.min()).mean(), "k-", label="exponential fit")
+    ax.set_title(f"{m}, width {S['dist_width']:g}"); ax.set_xlabel("alpha (median x_min)"); ax.legend(fontsize=8)
+out.savefig(fig, "fig2.6", params=S, seeds=list(range(S["dist_seeds"])))
+plt.close(fig)
+f26 = pd.DataFrame(fit26).T
+out.check("fig2.6", "skewness of the pooled final-epoch alphas > 0 (both models)", bool((f26.skewness > 0).all()),
+          ours=f26.skewness.round(3).to_dict())
+out.check("fig2.6", "exponential log-likelihood >= normal log-likelihood (both models)",
+          bool((f26.loglik_exp >= f26.loglik_normal).all()), ours=f26[["loglik_exp", "loglik_normal"]].round(2).to_dict())
+in_range = []
+for c, r in zip(dist_cfgs, dist_res):
+    med = r["callbacks"]["tempbalance"].assign(rule="median")
+    ks = r["callbacks"]["spectral"].assign(rule="ks")
+    for df in (med, ks):
+        share = df.groupby("epoch").alpha.apply(lambda a: float(((a >= 2) & (a <= 6)).mean()))
+        in_range += [{"model": c.model, "seed": c.seed, "rule": df.rule.iloc[0], "epoch": e, "share_2_6": v} for e, v in share.items()]
+in_range = pd.DataFrame(in_range).groupby(["model", "rule", "epoch"]).share_2_6.mean().unstack("epoch")
+out.save_table(in_range.reset_index(), "T-001-c", params=S, note="share of layers with alpha in [2, 6] per epoch (0 = init)")
+last_share = in_range.iloc[:, -1]
+out.check("T-001-c", "at the last epoch most layers are NOT in [2, 6] (share < 0.5), median rule, both models",
+          bool((last_share.xs("median", level="rule") < 0.5).all()),
+          ours={f"{m}/{r}": round(v, 2) for (m, r), v in last_share.items()},
+          detail="the KS rule's shares are reported beside (the range depends on the estimator, A-2)")
+f26.round(3)
+
+# %% [markdown]
+# ## T-001-a · squared and cubed weighting (eqs. 2.16, 2.17)
+#
+# *Source:* ResNet18 at 25 % width with lr₀ ∈ {0.15, 0.2}: squared weighting "outperforms baseline
+# during test time (70.09 vs. 69.124 and 69.842 vs. 69.57, respectively), but trained to less
+# saturation. Results worsen with cubed average, exhibiting lower test accuracies and more
+# unsaturated train accuracies." Quick: R18m, width 0.5, 8 epochs, mean of seeds; the source's
+# numbers (CIFAR-100, 200 epochs) beside ours. *Check (E-T-a):* α² test ≥ baseline, α³ the worst,
+# α² and α³ lower train accuracy than the baseline.
+
+# %%
+pow_cfgs, pow_res, powers = runs("T-001-a")
+ta = powers.groupby(["lr", "allocation"], sort=False)[["test_acc", "train_acc"]].mean().reset_index()
+src = SOURCE[SOURCE.item == "T-001-a"][["lr", "allocation", "source_value"]].rename(columns={"source_value": "source_test_acc"})
+ta = ta.merge(src, on=["lr", "allocation"], how="left")
+out.save_table(ta, "T-001-a", params=S, note="ours: R18m/digits at quick; source_test_acc: ResNet18 25 % width on CIFAR-100")
+ok = []
+for lr, g in ta.groupby("lr"):
+    g = g.set_index("allocation")
+    ok.append(g.loc["alpha^2", "test_acc"] >= g.loc["baseline", "test_acc"]
+              and g.test_acc.idxmin() == "alpha^3"
+              and g.loc["alpha^2", "train_acc"] < g.loc["baseline", "train_acc"]
+              and g.loc["alpha^3", "train_acc"] < g.loc["baseline", "train_acc"])
+out.check("T-001-a", "alpha^2 test >= baseline, alpha^3 worst, alpha^2 and alpha^3 lower train accuracy (every lr0)",
+          all(ok), ours={f"lr {r.lr:g} {r.allocation}": [round(r.test_acc, 2), round(r.train_acc, 2)]
+                         for r in ta.itertuples()},
+          source="70.09 vs 69.124 (lr0 0.15), 69.842 vs 69.57 (lr0 0.2)")
+ta.round(2)
+
+# %% [markdown]
+# ## T-001-d · sampling-based allocations (eqs. 2.26–2.31)
+#
+# *Source (text only):* "As the test accuracy increases we see a decrease in train accuracy,
+# suggesting the role of regularization with the sampling, whose effects weaken as the network
+# grows deeper" (ResNet101/152 vs ResNet18/34). Gaussians around each α (2.26–2.27, normalised as
+# the text says), one Gaussian around lr_t assigned by α rank (2.28–2.29, softplus-normalised,
+# our choice), and the EMG model (2.30–2.31, the digest's A-9 rule). Quick: R18m vs R34m (the
+# depth trend only), width 0.5, lr₀ 0.1, 8 epochs. *Check (E-T-d):* on the shallower model
+# Δtest > 0 > Δtrain (mean over the three schemes), and the deeper model's mean |Δ| is smaller.
+
+# %%
+smp_cfgs, smp_res, smp = runs("T-001-d")
+dd = tb.deltas(smp, ["model"])
+out.save_table(dd, "T-001-d", params=S, note="scheme minus baseline, points, mean over seeds")
+per_model = dd.groupby("model")[["d_test", "d_train"]].mean()
+shallow, deep = S["sampling_models"][0], S["sampling_models"][-1]
+mag = dd.assign(mag=(dd.d_test.abs() + dd.d_train.abs()) / 2).groupby("model").mag.mean()
+out.check("T-001-d", "shallower model: Delta test > 0 > Delta train (mean over the sampling schemes)",
+          bool(per_model.loc[shallow, "d_test"] > 0 > per_model.loc[shallow, "d_train"]), ours=per_model.round(2).to_dict())
+out.check("T-001-d", "the deeper model's effects are smaller (mean |Delta|)", bool(mag[deep] < mag[shallow]), ours=mag.round(2).to_dict())
+dd.round(2)
+
+# %% [markdown]
+# ## What held and what did not
+#
+# The verdicts of every check above are collected in `figures/<profile>/REPORT.md`. At quick
+# scale a FAIL says the effect does not show on 8×8 digits with 8 epochs and small ResNets; it is
+# reported, not tuned away. The paper profile runs the source's grid (CIFAR-100, 200 epochs).
+
+# %%
+pd.DataFrame(out.checks())[["item_id", "verdict", "claim"]]

@@ -14,7 +14,7 @@ from .htsr_callbacks import FinalWeights, PrunedStart, SpectralProbe
 from .orth_experiments import ORTHOGONAL
 from .probes import FilterCosineProbe, RepresentationProbe, SymmetryProbe, ZeroGradProbe
 from .profiles import RunConfig, resolve
-from .runs import RunCache, sweep
+from .runs import RunCache, active_cache, sweep
 from .tb_experiments import TEMPBALANCE
 from .train import train
 from .trajectory import TrajectoryCallback
@@ -91,7 +91,7 @@ def train_unit(params: dict[str, Any]) -> dict[str, Any]:
     """
     cfg = RunConfig(**params["run"])
     callbacks = [CALLBACK_FACTORIES[kind](**spec) for kind, spec in params["callbacks"].items()]
-    ckpt = RunCache().checkpoint_dir("train", params) if cfg.epochs > CHECKPOINT_EVERY else None
+    ckpt = active_cache().checkpoint_dir("train", params) if cfg.epochs > CHECKPOINT_EVERY else None
     return train(cfg, callbacks=callbacks, progress=params.get("progress", False),
                  checkpoint_dir=ckpt, checkpoint_every=CHECKPOINT_EVERY)
 

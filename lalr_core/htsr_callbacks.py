@@ -49,14 +49,14 @@ class FinalWeights:
 def pretrained_weights(unit_params: Mapping) -> dict[str, torch.Tensor]:
     """The `FinalWeights` of a cached training unit (``{"run": key, "callbacks": {...}}``).
 
-    Reads the default cache (``$LALR_RUNS_ROOT`` or ``data/runs``), the one ``train_runs``
-    uses unless given ``cache=``: pretrain into that cache before fine-tuning from it.
+    Inside a sweep unit it reads that sweep's cache (`runs.active_cache`), else the default
+    (``$LALR_RUNS_ROOT`` or ``data/runs``): pretrain into the cache you fine-tune from.
 
     Raises:
         LookupError: the unit is not in the cache, or it was trained without ``weights``.
     """
-    from .runs import RunCache  # runs imports nothing of ours; late import keeps this light
-    hit, result = RunCache().lookup("train", dict(unit_params))
+    from .runs import active_cache  # late import keeps this module light
+    hit, result = active_cache().lookup("train", dict(unit_params))
     if not hit:
         raise LookupError(f"pretrained run not in the cache; train it first: {unit_params['run']}")
     weights = result["callbacks"].get("weights")

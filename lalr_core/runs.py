@@ -372,10 +372,24 @@ def cached(fn: Callable[[dict], Any], params: Mapping, *, name: str,
 # ---------------------------------------------------------------- executors
 
 
+_ACTIVE: list[RunCache] = []  # the cache of the unit being computed in this process
+
+
+def active_cache() -> RunCache:
+    """The cache of the sweep unit running now (so a unit can read other units of the same
+    cache, e.g. fine-tuning from a cached pretraining), else the default ``RunCache()``."""
+    return _ACTIVE[-1] if _ACTIVE else RunCache()
+
+
 def _run_unit(fn: Callable[[dict], Any], params: dict, name: str, root: str,
               version: str) -> Any:
     """Compute one sweep unit and write its own entry (runs in a worker)."""
-    return cached(fn, params, name=name, cache=RunCache(root, version=version))
+    cache = RunCache(root, version=version)
+    _ACTIVE.append(cache)
+    try:
+        return cached(fn, params, name=name, cache=cache)
+    finally:
+        _ACTIVE.pop()
 
 
 def _init_worker(threads: int) -> None:

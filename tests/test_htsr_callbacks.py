@@ -220,17 +220,16 @@ def test_missing_pretrained_run_raises_lookup_error_naming_it(runs_root):
         pretrained_weights({"run": ghost.key(), "callbacks": {}})
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: PrunedStart/pretrained_weights read RunCache() (env var or data/runs), ignoring the "
-    "cache= passed to train_runs, so a pretrain in a custom cache is never found"))
 def test_pruned_start_finds_pretrained_run_in_a_custom_cache(tmp_path, monkeypatch):
     monkeypatch.setenv(ROOT_ENV, str(tmp_path / "default-root"))
     cache = RunCache(tmp_path / "custom")
     pre_cfg = RunConfig(**TINY)
     train_runs([pre_cfg], callbacks={"weights": {}}, cache=cache)
     spec = {"run": pre_cfg.key(), "callbacks": {"weights": {}}}
-    train_runs([RunConfig(**{**TINY, "seed": 1})], cache=cache,
-               callbacks={"pruned_start": {"pretrained": spec, "ratios": RATIOS}})
+    res = train_runs([RunConfig(**{**TINY, "seed": 1})], cache=cache,
+                     callbacks={"pruned_start": {"pretrained": spec, "ratios": RATIOS}})[0]
+    assert res["callbacks"]["pruned_start"]["sparsity"]["channels"] > 0
+    assert not (tmp_path / "default-root").exists()   # nothing read from or written there
 
 
 # ----------------------------------------------------------------------------- AugMix in train()

@@ -33,6 +33,7 @@ bench: env
 	$(PY) benchmarks/bench_train.py
 	$(PY) benchmarks/bench_orthogonal.py
 	$(PY) benchmarks/bench_spectral.py
+	$(PY) benchmarks/bench_tempbalance.py
 
 clean:
 	rm -rf figures/smoke figures/quick data/runs .pytest_cache

@@ -169,18 +169,23 @@ def deltas(table: pd.DataFrame, by: list[str], reference: str = "baseline") -> p
     """Mean over seeds of (allocation - ``reference``) test and train accuracy, paired by seed.
 
     Returns one row per ``by`` group and allocation other than the reference, with
-    ``d_test``, ``d_train`` (percentage points) and ``runs``.
+    ``d_test``, ``d_train`` (percentage points), their standard errors over the paired seeds
+    ``d_test_se``, ``d_train_se`` (0 for one seed) and ``runs``.
     """
     keys = [*by, "seed"]
     ref = table[table.allocation == reference].set_index(keys)[["test_acc", "train_acc"]]
     rows = []
     for alloc, g in table[table.allocation != reference].groupby("allocation", sort=False):
         d = g.set_index(keys)[["test_acc", "train_acc"]] - ref
-        d = d.dropna().groupby(level=by).agg(["mean", "count"])
+        d = d.dropna().groupby(level=by).agg(["mean", "std", "count"])
         for idx, r in d.iterrows():
+            n = int(r[("test_acc", "count")])
+            se = {c: float(r[(c, "std")]) / np.sqrt(n) if n > 1 else 0.0
+                  for c in ("test_acc", "train_acc")}
             rows.append({**dict(zip(by, idx if isinstance(idx, tuple) else (idx,))),
                          "allocation": alloc, "d_test": r[("test_acc", "mean")],
-                         "d_train": r[("train_acc", "mean")], "runs": int(r[("test_acc", "count")])})
+                         "d_test_se": se["test_acc"], "d_train": r[("train_acc", "mean")],
+                         "d_train_se": se["train_acc"], "runs": n})
     return pd.DataFrame(rows)
 
 

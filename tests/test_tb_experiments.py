@@ -66,6 +66,8 @@ def test_deltas_pair_by_seed():
     assert len(d) == 1
     assert d.d_test.iloc[0] == pytest.approx(4.0) and d.d_train.iloc[0] == pytest.approx(-2.0)
     assert d.runs.iloc[0] == 2
+    assert d.d_test_se.iloc[0] == pytest.approx(np.std([2.0, 6.0], ddof=1) / np.sqrt(2))
+    assert d.d_train_se.iloc[0] == pytest.approx(0.0)
 
 
 @pytest.mark.parametrize("n", [2, 3, 7, 8, 19, 35])

@@ -14,6 +14,7 @@ from .htsr_callbacks import FinalWeights, PrunedStart, SpectralProbe
 from .orth_experiments import ORTHOGONAL
 from .probes import FilterCosineProbe, RepresentationProbe, SymmetryProbe, ZeroGradProbe
 from .profiles import RunConfig, resolve
+from .prune_experiments import PRUNING
 from .runs import RunCache, active_cache, sweep
 from .tb_experiments import TEMPBALANCE
 from .train import train
@@ -50,7 +51,7 @@ DIRECTEDNESS: dict[str, dict[str, Any]] = {
 }
 
 CHAPTERS: dict[str, dict[str, dict[str, Any]]] = {
-    "02": TEMPBALANCE, "04": DIRECTEDNESS, "06": ORTHOGONAL,
+    "02": TEMPBALANCE, "02b": PRUNING, "04": DIRECTEDNESS, "06": ORTHOGONAL,
 }
 
 

@@ -1,0 +1,165 @@
+"""Chapter 02b (seed 001 ch. 3): profile table, run builders and the checks' arithmetic."""
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from lalr_core import prune_experiments as px
+from lalr_core import pruning
+from lalr_core.experiments import chapter_settings
+from lalr_core.models import build_model
+from lalr_core.profiles import RunConfig
+
+PROFILES = ("smoke", "quick", "paper")
+
+
+def fake_tables(s, seed=0):
+    """``{(role, aug): layer_table}`` with random metrics on the real conv names of each model
+    (no pretrained weights needed; the paper models are only built, not run)."""
+    rng = np.random.default_rng(seed)
+    out = {}
+    for role, aug in px.pretrain_pairs(s):
+        cfg = px.pretrain_config(s, role, aug)
+        with torch.device("meta"):                          # shapes only, no memory
+            model = build_model(cfg.model, in_channels=cfg.image_shape[0], num_classes=10,
+                                image_size=cfg.image_shape[1])
+        convs = pruning.prunable_layers(model)
+        metrics = pd.DataFrame(rng.uniform(0.5, 5.0, size=(len(convs), len(px.METRICS))),
+                               index=list(convs), columns=list(px.METRICS))
+        out[(role, aug)] = (metrics, {k: int(c.weight.numel()) for k, (c, _) in convs.items()})
+    return out
+
+
+def test_table_3_1_is_the_source_table():
+    assert px.SETTINGS == {"traditional": {"direct": 1, "inverse": 2},
+                           "augmix": {"direct": 3, "inverse": 4}}
+    t = px.settings_table()
+    assert t.loc["Traditional"].tolist() == [1, 2] and t.loc["AugMix"].tolist() == [3, 4]
+    assert px.setting("augmix", "inverse") == 4
+    with pytest.raises(ValueError):
+        px.setting("imgaug", "direct")
+
+
+def test_ten_metrics_in_three_groups():
+    assert len(px.METRICS) == 10 == len(set(px.METRICS))
+    assert set(px.SHAPE) == {"alpha", "rand_distance", "stable_rank", "entropy"}
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_settings_validate(profile):
+    s = chapter_settings("02b", profile)
+    assert set(s["f33_metrics"]) <= set(px.METRICS) and set(s["te_metrics"]) <= set(s["f33_metrics"])
+    assert set(s["grid_metrics"]) <= set(px.METRICS) and set(s["f33_augs"]) <= set(px.AUGS)
+    assert all(0 <= p < 1 for p in (*s["f33_ratios"], *s["vgg_ratios"], *s["f326_ratios"]))
+    if profile == "paper":
+        assert s["dataset"] == "cifar100" and s["models"]["vgg"] == "vgg19_cifar"
+        assert s["ft_lr"] == 0.05 and len(s["vgg_ratios"]) == 11 and s["f322_ratio"] == 0.553
+
+
+def test_unknown_override_raises():
+    with pytest.raises(ValueError, match="unknown setting"):
+        chapter_settings("02b", "quick", {"no_such_setting": 1})
+    with pytest.raises(ValueError, match="unknown profile"):
+        chapter_settings("02b", "huge")
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_builders_yield_valid_configs(profile):
+    # paper: every setting as the profile except shorter ratio grids (budget filling is ~10 ms
+    # per run there; the configs are built by the same code at every ratio)
+    short = dict(f33_ratios=(0.1, 0.9), f33_aug_ratios=(0.5,), te_ratios=(0.5,)) if profile == "paper" else {}
+    s = chapter_settings("02b", profile, short)
+    cfgs, cbs = px.pretrain_runs(s)
+    assert len(cfgs) == len(px.pretrain_pairs(s)) and cfgs[0].augmix  # AugMix (slow) first
+    assert all(isinstance(c, RunConfig) and c.augment and c.schedule == "cosine" for c in cfgs)
+    plan = px.finetune_plan(s, fake_tables(s))
+    for name, specs in plan.items():
+        for x in specs:
+            cfg, cb = x["cfg"], x["callbacks"]
+            assert isinstance(cfg, RunConfig) and not cfg.augmix and cfg.lr == s["ft_lr"]
+            assert RunConfig(**cfg.key()) == cfg                         # round-trips as a key
+            assert cb["pruned_start"]["pretrained"] == px.pretrain_unit(s, x["role"], x["aug"])
+            assert all(0 <= r < 1 for r in cb["pruned_start"]["ratios"].values())
+    n33 = (len(s["f33_ratios"]) + len(s["f33_aug_ratios"])) * (1 + 2 * len(s["f33_metrics"]))
+    assert len(plan["fig3.3"]) == n33
+    assert len(plan["vgg"]) == 2 * len(s["vgg_ratios"])
+    assert {x["layer_lr"] for x in plan["fig3.22"]} == {"none", "eq2.13"}
+    cfgs, _ = px.all_finetunes(plan)
+    assert cfgs[0].epochs == max(c.epochs for c in cfgs)
+
+
+def test_budgets_never_exceed_the_target():
+    s = chapter_settings("02b", "smoke")
+    table = fake_tables(s, seed=3)[("densenet", "traditional")]
+    sizes = pd.Series(table[1], dtype=float)
+    grid = px.budget_grid(table, (0.3, 0.5, 0.7, 0.85))
+    for (metric, rule, P), g in grid.groupby(["metric", "rule", "P"]):
+        mean = float((g.set_index("layer")["ratio"] * sizes).sum() / sizes.sum())
+        assert mean <= P + 1e-9 and mean >= P - 0.02, (metric, rule, P, mean)
+        if metric == px.UNIFORM:
+            assert (g["ratio"] == P).all()
+    corr = px.rule_correlations(grid)
+    assert (corr["corr"].dropna() < 0).all()                 # direct vs inverse mirror images
+
+
+def test_unknown_metric_raises():
+    s = chapter_settings("02b", "smoke")
+    table = fake_tables(s)[("densenet", "traditional")]
+    with pytest.raises(ValueError, match="unknown metric"):
+        px.ratios_for(table, "temperature", 0.5)
+
+
+def test_rebound_detector():
+    assert px.rebound([1.0, 0.9, 0.8, 0.85, 0.86])           # dip then +7.5 %
+    assert not px.rebound([1.0, 0.9, 0.8, 0.81, 0.805])     # rise of 1.25 % < 2 %
+    assert not px.rebound([1.0, 0.9, 0.8, 0.7])             # minimum at the end
+    assert not px.rebound([0.5, 0.9, 1.0])                  # minimum at the start
+    assert not px.rebound([1.0, 0.5])
+
+
+def test_ranks_and_zscore():
+    v = {"a": 3.0, "b": 1.0, "c": 2.0, "d": 5.0}
+    assert px.ranks_of(v, ["b", "d"]) == {"b": 1, "d": 4}
+    assert px.max_abs_zscore([1, 1, 1]) == 0.0
+    x = np.r_[np.zeros(9), 10.0]
+    assert px.max_abs_zscore(x) == pytest.approx(9 / np.sqrt(10))
+
+
+def test_lr_extremes_and_shift():
+    tb = pd.DataFrame({"epoch": [0] * 4 + [1] * 4, "layer": list("abcd") * 2,
+                       "lr_scale": [1.5, 0.5, 1.1, 0.9, 1.0, 1.0, 1.0, 3.0]})
+    inc, dec = px.lr_extremes(tb, 2)
+    assert inc == ["a", "c"] and dec == ["b", "d"]
+    assert px.largest_lr_shift(tb, 1) == ["d"]
+
+
+def test_gains_and_run_table():
+    specs = [dict(section="s", role="densenet", aug="traditional", metric=m, rule=r, P=0.5,
+                  layer_lr="none", epochs=1)
+             for m, r in (("uniform", "uniform"), ("entropy", "direct"), ("norm", "inverse"))]
+    res = [{"final": {"test_acc": a, "train_acc": a}, "diverged": False,
+            "callbacks": {"pruned_start": {"sparsity": {"params": sp, "channels": sp}}}}
+           for a, sp in ((0.80, 0.5), (0.85, 0.48), (0.70, 0.51))]
+    t = px.run_table(specs, res)
+    assert t["over_pruned"].tolist() == [False, False, True]
+    assert t["setting"].tolist() == [0, 1, 2]
+    g = px.gains(t, by=["role", "P"]).iloc[0]
+    assert g.best_metric == "entropy" and g.gain == pytest.approx(5.0) and g.n_beat_uniform == 1
+    assert g.uniform_interp == pytest.approx(80.0)          # one uniform point: clamped
+    u2 = dict(specs[0], P=0.3)
+    res2 = {"final": {"test_acc": 0.90, "train_acc": 0.9}, "diverged": False,
+            "callbacks": {"pruned_start": {"sparsity": {"params": 0.3, "channels": 0.3}}}}
+    t2 = px.run_table(specs + [u2], res + [res2])
+    g2 = px.gains(t2, by=["role", "P"]).set_index("P").loc[0.5]
+    # uniform curve (remaining 0.5 -> 80 %, 0.7 -> 90 %) at the best run's remaining 0.52
+    assert g2.uniform_interp == pytest.approx(81.0) and g2.gain_interp == pytest.approx(4.0)
+
+
+def test_transition_layers_and_fig31():
+    model = build_model("densenet10_mini", in_channels=1, num_classes=10, image_size=8)
+    assert px.transition_layers(model) == ["features.2.conv", "features.5.conv"]
+    torch.manual_seed(0)
+    t = px.fig31_table(model, 0.8)
+    assert (t["uniform"] == 0.8).all() and len(t) == len(pruning.prunable_layers(model))
+    assert t["erk"].corr(t["size"], method="spearman") > 0.5

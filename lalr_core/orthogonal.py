@@ -27,6 +27,8 @@ from typing import Literal
 import torch
 from torch import nn
 
+from .layers import weight_layers
+
 METHODS = ("svd", "newton_schulz")
 TRANSFORMS = ("none", "orth", "norm", "cnorm")
 LAYER_RULES = ("all", "conv")
@@ -170,9 +172,9 @@ def select_params(model: nn.Module, layers: str = "all", prefix: str = "") -> li
     """
     if layers not in LAYER_RULES:
         raise ValueError(f"unknown layer rule {layers!r}; choose one of {LAYER_RULES}")
-    kinds = (nn.Conv1d, nn.Conv2d, nn.Conv3d) + ((nn.Linear,) if layers == "all" else ())
+    kinds = ("conv", "linear") if layers == "all" else ("conv",)
     names = [f"{mod_name}.weight" if mod_name else "weight"
-             for mod_name, mod in model.named_modules() if isinstance(mod, kinds)]
+             for mod_name in weight_layers(model, kinds)]
     names = [n for n in names if n.startswith(prefix)]
     if not names:
         raise ValueError(f"no {layers!r} weights with prefix {prefix!r} in {type(model).__name__}")

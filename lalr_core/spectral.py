@@ -21,6 +21,8 @@ import pandas as pd
 import torch
 from torch import nn
 
+from .layers import weight_layers
+
 CONV_MODES = ("flatten", "slices")
 XMIN_RULES = ("median", "ks")
 KS_CHUNK = 2**22            # max (candidates x eigenvalues) entries per block of the KS scan
@@ -60,10 +62,10 @@ def layer_matrices(model: nn.Module, conv: str = "flatten",
     if not conv_norm > 0:
         raise ValueError(f"conv_norm must be > 0, got {conv_norm}")
     mats = {}
-    for name, mod in model.named_modules():
+    for name, mod in weight_layers(model).items():
         if isinstance(mod, nn.Linear):
             mats[name] = mod.weight.detach()
-        elif isinstance(mod, nn.modules.conv._ConvNd):
+        else:
             W = mod.weight.detach()
             c_out, c_in = W.shape[:2]
             if conv == "flatten":

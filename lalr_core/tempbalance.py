@@ -33,6 +33,8 @@ import pandas as pd
 import torch
 from torch import nn
 
+from .layers import weight_layers
+
 __all__ = [
     "SCHEMES", "SUM_PRESERVING", "LayerLR", "allocate", "emg", "gauss_alpha", "gauss_lr",
     "layer_groups", "log", "neg_pow2", "neg_pow2_probs", "power", "root", "softmax", "tb_linear",
@@ -40,8 +42,6 @@ __all__ = [
 ]
 
 SAMPLE_FLOOR = 1e-3  # digest A-6: sampled weights are clipped here before normalising
-LAYER_TYPES = (nn.Linear, nn.Conv1d, nn.Conv2d, nn.Conv3d,
-               nn.ConvTranspose1d, nn.ConvTranspose2d, nn.ConvTranspose3d)
 NORM_TYPES = (nn.modules.batchnorm._NormBase, nn.GroupNorm, nn.LayerNorm)  # BN and InstanceNorm
 
 
@@ -334,7 +334,7 @@ def layer_groups(model: nn.Module, skip_first: bool = False, skip_last: bool = F
 
     Rule, in ``model.named_modules()`` registration order:
 
-    * every conv / linear module (``LAYER_TYPES``) starts a layer, named by its module name,
+    * every conv / linear module (`layers.weight_layers`) starts a layer, named by its module name,
       holding its own weight and bias;
     * a norm module (BatchNorm, InstanceNorm, GroupNorm, LayerNorm) joins the *most recent*
       conv / linear layer (TempBalance ties BN to its conv the same way, by order); a norm met
@@ -357,10 +357,11 @@ def layer_groups(model: nn.Module, skip_first: bool = False, skip_last: bool = F
         ValueError: if no layer is left.
     """
     names, params, rest, seen = [], [], [], set()
+    layers = weight_layers(model)
     for name, module in model.named_modules():
         own = [p for p in module.parameters(recurse=False) if id(p) not in seen]
         seen.update(id(p) for p in own)
-        if isinstance(module, LAYER_TYPES):
+        if name in layers:
             names.append(name)
             params.append(own)
         elif isinstance(module, NORM_TYPES) and params:

@@ -292,9 +292,36 @@ def all_finetunes(plan: Mapping[str, list[dict]]) -> tuple[list[RunConfig], list
 
 
 # ----------------------------------------------------------------------------- summaries
-def run_table(specs: Sequence[Mapping], results: Sequence[Mapping]) -> pd.DataFrame:
+def slimmed_remaining(spec: Mapping) -> float:
+    """Fraction of all conv weights the physically slimmed network of a finetuning run keeps.
+
+    Rebuilds the run's start (the cached pretrained weights, masked by the run's ratios; the
+    masks are deterministic) and counts with `pruning.slimmed_parameters`, which also drops
+    the inputs a pruned channel fed (digest I.2.10). Memoised per (pretraining, ratios).
+    """
+    ps = spec["callbacks"]["pruned_start"]
+    key = (repr(ps["pretrained"]), tuple(sorted(ps["ratios"].items())),
+           ps.get("importance", "l1"))
+    if key not in _SLIMMED:
+        from .train import initial_model  # train imports the callbacks; keep this import late
+        cfg = spec["cfg"]
+        model = initial_model(cfg)
+        model.load_state_dict(pretrained_weights(ps["pretrained"]))
+        pruned, masks = pruning.prune_channels(model, ps["ratios"], ps.get("importance", "l1"))
+        _SLIMMED[key] = pruning.slimmed_parameters(pruned, masks, cfg.image_shape)["remaining"]
+    return _SLIMMED[key]
+
+
+_SLIMMED: dict[tuple, float] = {}
+
+
+def run_table(specs: Sequence[Mapping], results: Sequence[Mapping],
+              remaining_fn=slimmed_remaining) -> pd.DataFrame:
     """One row per finetuning run: labels, final test/train accuracy (%), achieved sparsity
-    (fraction of the masked convs' weights), ``remaining`` = 1 - sparsity, ``over_pruned``."""
+    (fraction of the masked convs' weights, the unit of the budget P), ``remaining`` = the
+    slimmed network's fraction of conv weights (``remaining_fn(spec)``, default
+    `slimmed_remaining`, the source's x axis; None = ``remaining_masked``),
+    ``remaining_masked`` = 1 - sparsity, ``over_pruned``."""
     rows = []
     for x, res in zip(specs, results, strict=True):
         sp = res["callbacks"]["pruned_start"]["sparsity"]
@@ -304,7 +331,9 @@ def run_table(specs: Sequence[Mapping], results: Sequence[Mapping]) -> pd.DataFr
                     | dict(test_acc=100 * f.get("test_acc", np.nan),
                            train_acc=100 * f.get("train_acc", np.nan),
                            sparsity=sp["params"], channel_sparsity=sp["channels"],
-                           remaining=1 - sp["params"], over_pruned=sp["params"] > x["P"] + 1e-9,
+                           remaining=remaining_fn(x) if remaining_fn else 1 - sp["params"],
+                           remaining_masked=1 - sp["params"],
+                           over_pruned=sp["params"] > x["P"] + 1e-9,
                            diverged=bool(res["diverged"])))
     df = pd.DataFrame(rows)
     df["setting"] = [SETTINGS[a][r] if r in ("direct", "inverse") else 0

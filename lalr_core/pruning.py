@@ -441,3 +441,66 @@ def sparsity(model: nn.Module, masks: Mapping[str, torch.Tensor],
         return float(sum((v == 0).sum() for v in W) / sum(v.numel() for v in W))
     dead = sum(int((v.reshape(v.shape[0], -1) == 0).all(1).sum()) for v in W)
     return dead / sum(v.shape[0] for v in W)
+
+
+@torch.no_grad()
+def slimmed_parameters(model: nn.Module, masks: Mapping[str, torch.Tensor],
+                       input_shape: tuple[int, ...], samples: int = 32,
+                       seed: int = 0) -> dict[str, float]:
+    """Conv weights of the physically slimmed network vs the unpruned one (digest I.2.10).
+
+    A pruned output channel also removes the matching input channel of every conv it feeds,
+    through concatenations (DenseNet) and residual adds (only if every summand is pruned). We
+    find those inputs by running the masked model (eval mode) on ``samples`` random inputs and
+    calling a conv input channel dead when it is constant over samples and positions: its
+    content is a bias the slimmed network folds into the next layer (BN after a pruned channel
+    makes it a constant, not 0). A conv then keeps ``kept_out * live_in / groups * kh * kw``
+    weights; a depthwise conv keeps ``kh * kw`` per channel alive on both sides. Zero padding
+    makes a folded constant slightly position-dependent at the borders; we ignore that.
+
+    Args:
+        model: the pruned model (masks applied, e.g. from `prune_channels`).
+        masks: from `prune_channels` (output-channel masks of the pruned convs).
+        input_shape: ``(C, H, W)`` of one input.
+        samples: random inputs used to find constant channels.
+        seed: seed of the random inputs.
+
+    Returns:
+        ``{"params": kept conv weights, "full": all conv weights, "remaining": params / full}``.
+    """
+    convs = {n: m for n, m in model.named_modules() if isinstance(m, nn.Conv2d)}
+    live: dict[str, torch.Tensor] = {}
+
+    def hook_for(name):
+        def hook(module, args):
+            x = args[0].detach().float().transpose(0, 1).flatten(1)       # (C_in, N*H*W)
+            spread = x.max(1).values - x.min(1).values
+            live[name] = spread > 1e-6 * max(float(spread.max()), 1e-30)
+        return hook
+
+    handles = [m.register_forward_pre_hook(hook_for(n)) for n, m in convs.items()]
+    was_training = model.training
+    try:
+        model.eval()
+        device = next(model.parameters()).device
+        gen = torch.Generator().manual_seed(seed)
+        model(torch.randn(samples, *input_shape, generator=gen).to(device))
+    finally:
+        model.train(was_training)
+        for h in handles:
+            h.remove()
+    kept = full = 0.0
+    for name, conv in convs.items():
+        c_out, c_in_g, kh, kw = conv.weight.shape
+        full += conv.weight.numel()
+        mask = masks.get(f"{name}.weight")
+        out = (mask.flatten(1) != 0).any(1) if mask is not None else \
+            torch.ones(c_out, dtype=torch.bool, device=conv.weight.device)
+        inp = live.get(name, torch.ones(c_in_g * conv.groups, dtype=torch.bool)).to(out.device)
+        if conv.groups == 1:
+            kept += float(out.sum()) * float(inp.sum()) * kh * kw
+        elif conv.groups == c_out == inp.numel():                       # depthwise
+            kept += float((out & inp).sum()) * kh * kw
+        else:                                                          # grouped: proportional
+            kept += float(out.sum()) * float(inp.sum()) / conv.groups * kh * kw
+    return {"params": kept, "full": full, "remaining": kept / full if full else 1.0}

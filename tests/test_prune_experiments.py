@@ -141,7 +141,7 @@ def test_gains_and_run_table():
     res = [{"final": {"test_acc": a, "train_acc": a}, "diverged": False,
             "callbacks": {"pruned_start": {"sparsity": {"params": sp, "channels": sp}}}}
            for a, sp in ((0.80, 0.5), (0.85, 0.48), (0.70, 0.51))]
-    t = px.run_table(specs, res)
+    t = px.run_table(specs, res, remaining_fn=None)
     assert t["over_pruned"].tolist() == [False, False, True]
     assert t["setting"].tolist() == [0, 1, 2]
     g = px.gains(t, by=["role", "P"]).iloc[0]
@@ -150,7 +150,7 @@ def test_gains_and_run_table():
     u2 = dict(specs[0], P=0.3)
     res2 = {"final": {"test_acc": 0.90, "train_acc": 0.9}, "diverged": False,
             "callbacks": {"pruned_start": {"sparsity": {"params": 0.3, "channels": 0.3}}}}
-    t2 = px.run_table(specs + [u2], res + [res2])
+    t2 = px.run_table(specs + [u2], res + [res2], remaining_fn=None)
     g2 = px.gains(t2, by=["role", "P"]).set_index("P").loc[0.5]
     # uniform curve (remaining 0.5 -> 80 %, 0.7 -> 90 %) at the best run's remaining 0.52
     assert g2.uniform_interp == pytest.approx(81.0) and g2.gain_interp == pytest.approx(4.0)

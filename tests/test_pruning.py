@@ -169,3 +169,43 @@ def test_prunable_layers_pairs_conv_with_bn():
 def test_bad_inputs_raise_value_error(call):
     with pytest.raises(ValueError):
         call()
+
+
+# ----------------------------------------------------------------------------- slimmed counts
+def _chain():
+    from torch import nn
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Conv2d(3, 8, 3, padding=1, bias=False), nn.BatchNorm2d(8), nn.ReLU(),
+                         nn.Conv2d(8, 16, 3, padding=1, bias=False), nn.BatchNorm2d(16), nn.ReLU(),
+                         nn.Conv2d(16, 4, 1, bias=False))
+
+
+def test_slimmed_parameters_of_a_plain_chain_by_hand():
+    from lalr_core.pruning import slimmed_parameters
+    model = _chain().eval()
+    pruned, masks = prune_channels(model, {"0": 0.5, "3": 0.25})
+    got = slimmed_parameters(pruned, masks, (3, 8, 8))
+    # conv0 keeps 4 of 8 outputs; conv3 sees 4 live inputs, keeps 12 of 16 outputs; conv6
+    # sees 12 live inputs (BN of a pruned channel is zeroed, so it outputs exactly 0).
+    want = 4 * 3 * 9 + 12 * 4 * 9 + 4 * 12 * 1
+    full = 8 * 3 * 9 + 16 * 8 * 9 + 4 * 16
+    assert got == {"params": want, "full": full, "remaining": want / full}
+
+
+def test_slimmed_parameters_unpruned_is_everything():
+    from lalr_core.pruning import slimmed_parameters
+    model = _chain()
+    got = slimmed_parameters(model, {}, (3, 8, 8))
+    assert got["remaining"] == 1.0
+
+
+def test_slimmed_parameters_residual_add_keeps_a_channel_alive():
+    from lalr_core.models import build_model
+    from lalr_core.pruning import slimmed_parameters
+    torch.manual_seed(0)
+    model = build_model("resnet18_mini", in_channels=1, num_classes=10, image_size=8)
+    # pruning a block's conv2 does not kill the channel: the shortcut still carries it
+    pruned, masks = prune_channels(model, {"layer1.0.conv2": 0.5})
+    got = slimmed_parameters(pruned, masks, (1, 8, 8))
+    c2 = pruned.layer1[0].conv2.weight
+    assert got["full"] - got["params"] == c2.numel() // 2          # only conv2's own outputs

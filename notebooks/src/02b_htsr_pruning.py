@@ -31,10 +31,11 @@
 # (i) AugMix is used in *pretraining* only; finetuning always uses traditional augmentation
 # (the source does not say; AugMix costs ~2 s per digits epoch on CPU). AugMix = torchvision
 # defaults, no JSD loss (A-27).
-# (ii) Masks remove *output* channels only; the x axis "parameters remaining" is the fraction
-# of the masked convs' weights left (measured from the masks). The digest counts the slimmed
-# network (input channels of the next layer removed too), so our "remaining" is larger than a
-# slimmed count at the same channel ratios.
+# (ii) Training masks *output* channels; the x axis "parameters remaining" is the conv-weight
+# fraction of the physically slimmed network (`pruning.slimmed_parameters`: a pruned channel
+# also removes the inputs it fed, through DenseNet concatenations and, when every summand is
+# pruned, residual adds; digest I.2.10). The budget P is in units of the masked convs' own
+# weights (`layer_budgets(sizes=...)`), so the slimmed network keeps less than 1 − P.
 # (iii) Budgets: the digest's k_i = min(0.95, P(0.5+u_i)) misses P whenever mean u < 0.5; the
 # source wants "adequate control over the overall model size", so the scale is solved for P
 # (`layer_budgets(match_budget=True)`, source wins over digest).
@@ -324,7 +325,7 @@ def section(name):
 # metrics" and "Similar trends arise when using traditional augmentation, but the improvement from
 # baseline is less significant." The caption does not say which setting is shown (A-23): we draw all
 # four (Settings 1–4, table 3.1). Shape metrics blue-green, scale red-pink, hybrid grey, uniform
-# ("even") yellow. x = measured fraction of the masked convs' weights remaining (deviation ii).
+# ("even") yellow. x = fraction of conv weights the slimmed network keeps (deviation ii).
 # *Checks (E-3.3):* no run over-prunes (achieved sparsity ≤ target); at the highest ratio the best
 # run is a shape metric with the direct rule and beats uniform — for traditional (Settings 1/2,
 # the digest's check) and for AugMix (3/4); and the gain over uniform at the highest ratio is larger
@@ -347,7 +348,7 @@ for ax, (aug, rule) in zip(axes.flat, [(a, r) for a in px.AUGS for r in ("direct
                 lw=2.5 if metric == px.UNIFORM else 1.2)
     ax.set_title(f"Setting {px.setting(aug, rule)}: {aug}, {rule}", fontsize=9)
 for ax in axes[1]:
-    ax.set_xlabel("fraction of (masked-conv) parameters remaining")
+    ax.set_xlabel("fraction of conv parameters remaining (slimmed network)")
 for ax in axes[:, 0]:
     ax.set_ylabel("clean test accuracy (%)")
 axes[0, 1].legend(fontsize=6, ncol=2)
@@ -498,7 +499,7 @@ fig, ax = plt.subplots(figsize=(7, 4.5))
 for k, style in (("none", BASE), ("eq2.13", TB)):
     ax.plot(wide[("remaining", k)], wide[("test_acc", k)], "o-", **style)
     ax.plot(wide[("remaining", k)], wide[("train_acc", k)], "o--", color=style["color"], alpha=0.6, label=f"{style['label']} (train)")
-ax.set_xlabel("fraction of (masked-conv) parameters remaining"); ax.set_ylabel("accuracy (%)"); ax.legend(fontsize=7)
+ax.set_xlabel("fraction of conv parameters remaining (slimmed network)"); ax.set_ylabel("accuracy (%)"); ax.legend(fontsize=7)
 out.savefig(fig, "fig3.25", params=S, seeds=SEEDS)
 show(fig)
 diff = wide[("test_acc", "eq2.13")] - wide[("test_acc", "none")]
@@ -528,7 +529,7 @@ labels = {("uniform", "none"): "uniform prune + global lr (baseline)", ("uniform
 for (m, lr), lab in labels.items():
     g = t26[(t26.metric == m) & (t26.layer_lr == lr)].sort_values("remaining")
     ax.plot(g["remaining"], g["test_acc"], "o-" if lr == "eq2.13" else "s--", label=lab)
-ax.set_xlabel("fraction of (masked-conv) parameters remaining"); ax.set_ylabel("clean test accuracy (%)"); ax.legend(fontsize=7)
+ax.set_xlabel("fraction of conv parameters remaining (slimmed network)"); ax.set_ylabel("clean test accuracy (%)"); ax.legend(fontsize=7)
 out.savefig(fig, "fig3.26", params=S, seeds=SEEDS)
 show(fig)
 best = {}

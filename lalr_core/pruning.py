@@ -11,9 +11,10 @@ Written from the source and the papers it cites; no code copied. ERK: Evci et al
 "Layer-adaptive Sparsity for the Magnitude-based Pruning", Sec. 3 (LAMP score). ME-Prune's
 eq. 3.1 is HYDRA's score initialisation (Sehwag et al. 2020).
 
-Not here: AugPrune (the source gives no formula, digest A-20), HYDRA score optimisation
-(not described, A-21), input-channel propagation to a physically slimmed network (masks
-remove output channels only), AugMix and fine-tuning with layer-wise lrs.
+`slimmed_parameters` counts the physically slimmed network (inputs fed by pruned channels
+removed too). AugMix is `data.augmix`; fine-tuning a pruned model, with or without layer-wise
+lrs, is `htsr_callbacks.PrunedStart` in the training loop. Not here: AugPrune (the source
+gives no formula, digest A-20) and HYDRA score optimisation (not described, A-21).
 """
 
 from __future__ import annotations
@@ -354,8 +355,8 @@ def prune_channels(model: nn.Module, ratios: Mapping[str, float],
     The copy has the pruned channels' conv weights (and bias) and the following BN's gamma
     and beta set to 0, so the channel outputs exactly 0 in eval and train mode. Call
     `apply_masks` after every optimiser step to keep them at 0 while fine-tuning. Channels
-    are masked, not removed; downstream input channels stay (digest I.2.10 counts them for
-    the slimmed network -- not done here).
+    are masked, not removed; `slimmed_parameters` counts what a physically slimmed network
+    would keep (digest I.2.10).
 
     Args:
         model: the trained model; not modified.

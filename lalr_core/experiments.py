@@ -117,7 +117,8 @@ def train_runs(configs: Sequence[RunConfig], *,
         raise ValueError(f"{len(per_run)} callback specs for {len(configs)} configs")
     unknown = set().union(*per_run) - set(CALLBACK_FACTORIES) if per_run else set()
     if unknown:
-        raise ValueError(f"unknown callbacks {sorted(unknown)}; known: {sorted(CALLBACK_FACTORIES)}")
+        raise ValueError(f"unknown callbacks {sorted(unknown)}; "
+                         f"known: {sorted(CALLBACK_FACTORIES)}")
     params = [{"run": cfg.key(), "callbacks": cb} for cfg, cb in zip(configs, per_run)]
     return sweep(train_unit, params, name="train", executor=executor,
                  workers=min(workers, len(params)) or 1, cache=cache)

@@ -3,7 +3,7 @@
 * `FinalWeights` keeps the trained weights in the run's (cached) result, so later units can
   start from them: CKA of fig 2.2, the pruning of ch. 3.
 * `PrunedStart` starts a run from a cached run's weights, masks channels by given per-layer
-  ratios (`pruning.prune_channels`) and keeps them at zero after every step: the
+  ratios (`channel_masks.prune_channels`) and keeps them at zero after every step: the
   "train -> prune -> finetune" pipeline of ch. 3. With ``cfg.layer_lr`` set the fine-tuning
   uses TempBalance's layer-wise lrs, fitted on the pruned weights (ch. 3.3-3.4).
 * `SpectralProbe` records every layer's alpha and matrix entropy after every epoch (fig 3.2;
@@ -22,7 +22,7 @@ import torch
 from torch import nn
 
 from . import spectral
-from .pruning import apply_masks, prune_channels, sparsity
+from .channel_masks import apply_masks, prune_channels, sparsity
 
 
 class FinalWeights:
@@ -71,7 +71,7 @@ class PrunedStart:
     Args:
         pretrained: the cached unit's params (`pretrained_weights`).
         ratios: ``{conv name: fraction of output channels to prune}``.
-        importance: channel score of `pruning.prune_channels` (``"l1"`` or ``"me_prune"``).
+        importance: channel score of `channel_masks.prune_channels` (``"l1"`` or ``"me_prune"``).
     """
 
     name = "pruned_start"

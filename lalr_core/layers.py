@@ -5,7 +5,7 @@ transposed too) and every linear map, in ``named_modules`` registration order. T
 001's "layer weight matrices" (spectra, TempBalance's per-layer lrs; digest I.2.1) and seed
 004's conv / linear weights (orthogonalised gradients). Biases and norms are not layers; the
 callers decide what follows a layer (e.g. `tempbalance.layer_groups` ties BN to its conv).
-Channel pruning (`pruning.prunable_layers`) narrows this to ``nn.Conv2d``.
+Channel pruning (`channel_masks.prunable_layers`) narrows this to ``nn.Conv2d``.
 """
 
 from __future__ import annotations

@@ -17,10 +17,9 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import torch
 from torch import nn
 
-from . import pruning, spectral
+from . import channel_masks, pruning, spectral
 from .data import DATASETS
 from .htsr_callbacks import pretrained_weights
 from .models import build_model
@@ -156,7 +155,7 @@ def transition_layers(model: nn.Module) -> list[str]:
 def layer_table(model: nn.Module, xmin: str = "ks") -> tuple[pd.DataFrame, dict[str, int]]:
     """HT-SR metrics (`spectral.htsr_metrics`) of the prunable convs in network order, and
     their sizes (weight entries, the unit of the global parameter target)."""
-    convs = pruning.prunable_layers(model)
+    convs = channel_masks.prunable_layers(model)
     metrics = spectral.htsr_metrics(model, xmin=xmin, conv="flatten").loc[list(convs)]
     return metrics, {k: int(conv.weight.numel()) for k, (conv, _) in convs.items()}
 
@@ -217,7 +216,8 @@ def max_abs_zscore(values) -> float:
 
 def fig31_table(model: nn.Module, P: float) -> pd.DataFrame:
     """Per-conv pruned fraction of ERK, LAMP (global, unstructured) and uniform at sparsity P."""
-    convs = {k: conv.weight.detach() for k, (conv, _) in pruning.prunable_layers(model).items()}
+    convs = {k: conv.weight.detach()
+             for k, (conv, _) in channel_masks.prunable_layers(model).items()}
     erk = pruning.erk_budgets({k: tuple(w.shape) for k, w in convs.items()}, P)
     lamp = pruning.lamp_budgets(convs, P)
     return pd.DataFrame([dict(index=i, layer=k, size=w.numel(), erk=erk[k], lamp=lamp[k],
@@ -296,7 +296,7 @@ def slimmed_remaining(spec: Mapping) -> float:
     """Fraction of all conv weights the physically slimmed network of a finetuning run keeps.
 
     Rebuilds the run's start (the cached pretrained weights, masked by the run's ratios; the
-    masks are deterministic) and counts with `pruning.slimmed_parameters`, which also drops
+    masks are deterministic) and counts with `channel_masks.slimmed_parameters`, which also drops
     the inputs a pruned channel fed (digest I.2.10). Memoised per (pretraining, ratios).
     """
     ps = spec["callbacks"]["pruned_start"]
@@ -307,8 +307,9 @@ def slimmed_remaining(spec: Mapping) -> float:
         cfg = spec["cfg"]
         model = initial_model(cfg)
         model.load_state_dict(pretrained_weights(ps["pretrained"]))
-        pruned, masks = pruning.prune_channels(model, ps["ratios"], ps.get("importance", "l1"))
-        _SLIMMED[key] = pruning.slimmed_parameters(pruned, masks, cfg.image_shape)["remaining"]
+        pruned, masks = channel_masks.prune_channels(model, ps["ratios"], key[2])
+        kept = channel_masks.slimmed_parameters(pruned, masks, cfg.image_shape)
+        _SLIMMED[key] = kept["remaining"]
     return _SLIMMED[key]
 
 

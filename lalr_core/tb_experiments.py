@@ -44,7 +44,8 @@ POWERS = ("alpha", "alpha^2", "alpha^3")                                        
 _SMALL = dict(
     dataset="digits", augment=True, batch_size=64, momentum=0.9, wd=5e-4,
     models=("resnet18_mini", "resnet34_mini"), cka_model="resnet34_mini", cka_width=1.0,
-    cka_lr=0.2, cka_batches=5, cka_batch_size=128, cka_samples=None, map_model="resnet18_mini", map_width=1.0,
+    cka_lr=0.2, cka_batches=5, cka_batch_size=128, cka_samples=None, map_model="resnet18_mini",
+    map_width=1.0,
     map_lr=0.2, negpow_lr=0.05, dist_width=0.5, dist_lr=0.2, dist_epochs_shown=(2, 6, 12),
     powers_width=0.5, powers_lrs=(0.15, 0.2), sampling_width=0.5, sampling_lr=0.1,
     sampling_models=("resnet18_mini", "resnet34_mini"),
@@ -221,7 +222,8 @@ def exp_vs_normal(alpha) -> dict[str, float]:
     mu, sd = a.mean(), a.std()
     ll_norm = float(stats.norm.logpdf(a, mu, sd).sum())
     return {"n": len(a), "skewness": float(stats.skew(a)), "loglik_exp": ll_exp,
-            "loglik_normal": ll_norm, "ks_p_exp": float(stats.kstest(x, "expon", (0, scale)).pvalue),
+            "loglik_normal": ll_norm,
+            "ks_p_exp": float(stats.kstest(x, "expon", (0, scale)).pvalue),
             "ks_p_normal": float(stats.kstest(a, "norm", (mu, sd)).pvalue)}
 
 

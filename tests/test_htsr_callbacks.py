@@ -191,7 +191,7 @@ def test_train_prune_finetune_keeps_masks(runs_root, digits):
         sum(math.floor(r * c_out[n]) for n, r in RATIOS.items()) / sum(c_out.values()), abs=1e-12)
     assert sp["sparsity"]["params"] == pytest.approx(
         sum(math.floor(r * c_out[n]) * fan[n] for n, r in RATIOS.items())
-        / sum(c_out[n] * fan[n] for n in RATIOS), rel=1e-6)  # pruning.sparsity: float32
+        / sum(c_out[n] * fan[n] for n in RATIOS), rel=1e-6)  # channel_masks.sparsity: float32
 
     # TempBalance eq. 2.13 on the pruned model: alphas finite; epoch-0 alphas are those of the
     # pruned start weights (TempBalance runs after PrunedStart).

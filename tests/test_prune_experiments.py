@@ -5,8 +5,8 @@ import pandas as pd
 import pytest
 import torch
 
+from lalr_core import channel_masks
 from lalr_core import prune_experiments as px
-from lalr_core import pruning
 from lalr_core.experiments import chapter_settings
 from lalr_core.models import build_model
 from lalr_core.profiles import RunConfig
@@ -24,7 +24,7 @@ def fake_tables(s, seed=0):
         with torch.device("meta"):                          # shapes only, no memory
             model = build_model(cfg.model, in_channels=cfg.image_shape[0], num_classes=10,
                                 image_size=cfg.image_shape[1])
-        convs = pruning.prunable_layers(model)
+        convs = channel_masks.prunable_layers(model)
         metrics = pd.DataFrame(rng.uniform(0.5, 5.0, size=(len(convs), len(px.METRICS))),
                                index=list(convs), columns=list(px.METRICS))
         out[(role, aug)] = (metrics, {k: int(c.weight.numel()) for k, (c, _) in convs.items()})
@@ -161,5 +161,5 @@ def test_transition_layers_and_fig31():
     assert px.transition_layers(model) == ["features.2.conv", "features.5.conv"]
     torch.manual_seed(0)
     t = px.fig31_table(model, 0.8)
-    assert (t["uniform"] == 0.8).all() and len(t) == len(pruning.prunable_layers(model))
+    assert (t["uniform"] == 0.8).all() and len(t) == len(channel_masks.prunable_layers(model))
     assert t["erk"].corr(t["size"], method="spearman") > 0.5

@@ -5,18 +5,15 @@ import math
 import pytest
 import torch
 
+from lalr_core.channel_masks import apply_masks, prunable_layers, prune_channels, sparsity
 from lalr_core.models import build_model
 from lalr_core.pruning import (
-    apply_masks,
     channel_importance,
     erk_budgets,
     lamp_budgets,
     lamp_scores,
     layer_budgets,
     me_prune_scores,
-    prunable_layers,
-    prune_channels,
-    sparsity,
     uniform_budgets,
 )
 
@@ -181,7 +178,7 @@ def _chain():
 
 
 def test_slimmed_parameters_of_a_plain_chain_by_hand():
-    from lalr_core.pruning import slimmed_parameters
+    from lalr_core.channel_masks import slimmed_parameters
     model = _chain().eval()
     pruned, masks = prune_channels(model, {"0": 0.5, "3": 0.25})
     got = slimmed_parameters(pruned, masks, (3, 8, 8))
@@ -193,15 +190,15 @@ def test_slimmed_parameters_of_a_plain_chain_by_hand():
 
 
 def test_slimmed_parameters_unpruned_is_everything():
-    from lalr_core.pruning import slimmed_parameters
+    from lalr_core.channel_masks import slimmed_parameters
     model = _chain()
     got = slimmed_parameters(model, {}, (3, 8, 8))
     assert got["remaining"] == 1.0
 
 
 def test_slimmed_parameters_residual_add_keeps_a_channel_alive():
+    from lalr_core.channel_masks import slimmed_parameters
     from lalr_core.models import build_model
-    from lalr_core.pruning import slimmed_parameters
     torch.manual_seed(0)
     model = build_model("resnet18_mini", in_channels=1, num_classes=10, image_size=8)
     # pruning a block's conv2 does not kill the channel: the shortcut still carries it

@@ -32,7 +32,7 @@
 # (the source does not say; AugMix costs ~2 s per digits epoch on CPU). AugMix = torchvision
 # defaults, no JSD loss (A-27).
 # (ii) Training masks *output* channels; the x axis "parameters remaining" is the conv-weight
-# fraction of the physically slimmed network (`pruning.slimmed_parameters`: a pruned channel
+# fraction of the physically slimmed network (`channel_masks.slimmed_parameters`: a pruned channel
 # also removes the inputs it fed, through DenseNet concatenations and, when every summand is
 # pruned, residual adds; digest I.2.10). The budget P is in units of the masked convs' own
 # weights (`layer_budgets(sizes=...)`), so the slimmed network keeps less than 1 − P.

@@ -68,6 +68,7 @@ from lalr_core.tempbalance import allocate
 from lalr_core.train import initial_model
 
 S = chapter_settings("02", profile, overrides)   # validated before any compute
+TIE = 1e-6   # accuracy differences are multiples of 1/450 (or /n_test); below this = equal
 out = FigureWriter("02_tempbalance", profile, "02_tempbalance.ipynb")
 set_style()
 SECTIONS = tb.section_runs(S)   # section -> (run configs, callbacks of each)
@@ -190,12 +191,14 @@ top = d21[d21.lr == max(lrs)].groupby("model")[["d_test", "d_train"]].mean()
 r18, r34 = models[0], models[-1]
 strongest = d21[(d21.lr == max(lrs)) & (d21.model == r34)].set_index("width").d_test
 out.check("fig2.1", "at the largest lr0, Delta test of the deeper ResNet > 0 (mean over widths)",
-          bool(top.loc[r34, "d_test"] > 0), ours=top.round(2).to_dict())
+          bool(top.loc[r34, "d_test"] > TIE), ours=top.round(2).to_dict())
 out.check("fig2.1", "at the largest lr0, Delta test(deeper) > Delta test(shallower) and Delta train(deeper) >= Delta train(shallower)",
-          bool(top.loc[r34, "d_test"] > top.loc[r18, "d_test"] and top.loc[r34, "d_train"] >= top.loc[r18, "d_train"]),
+          bool(top.loc[r34, "d_test"] > top.loc[r18, "d_test"] + TIE
+               and top.loc[r34, "d_train"] >= top.loc[r18, "d_train"] - TIE),
           ours=top.round(2).to_dict())
-out.check("fig2.1", "the deeper ResNet's largest test gain is at the smallest width",
-          bool(strongest.idxmax() == strongest.index.min()), ours=strongest.round(2).to_dict())
+out.check("fig2.1", "the deeper ResNet gains test accuracy at the smallest width, and most there",
+          bool(strongest.idxmax() == strongest.index.min() and strongest.max() > TIE),
+          ours=strongest.round(2).to_dict())
 d21.round(2)
 
 # %% [markdown]
@@ -294,7 +297,7 @@ out.check("fig2.3", "every map keeps the mean lr equal to lr_t (|mean - 1| < 1e-
 min_alpha = min(float(alpha_vector(m).min()) for m in S["models"])
 out.check("fig2.3", "every fitted alpha > 1 (log2 map defined)", min_alpha > 1, ours=round(min_alpha, 3))
 out.check("fig2.3", "sqrt or log2 improves test accuracy over the baseline (ours: one model)",
-          bool((d23.set_index("allocation").loc[["sqrt", "log2"], "d_test"] > 0).any()),
+          bool((d23.set_index("allocation").loc[["sqrt", "log2"], "d_test"] > TIE).any()),
           ours=d23.set_index("allocation").d_test.round(2).to_dict(),
           source="'the square root or logarithmic functions improve test time performance on most models'")
 d23.round(2)
@@ -378,10 +381,11 @@ t25 = neg.groupby("allocation")[["train_acc", "test_acc"]].mean()
 out.save_table(t25.reset_index(), "T-001-b", params=S,
                note="final accuracies (%), mean of seeds; source: NegPow2 65-70 % train accuracy on CIFAR-100")
 out.check("T-001-b", "NegPow2's final train accuracy is below the baseline's",
-          bool(t25.loc["neg_pow2", "train_acc"] < t25.loc["baseline", "train_acc"]),
+          bool(t25.loc["neg_pow2", "train_acc"] < t25.loc["baseline", "train_acc"] - TIE),
           ours=t25.train_acc.round(2).to_dict(), source="65-70 % train accuracy (CIFAR-100)")
 out.check("fig2.5", "softmax: worse test accuracy than the baseline ('does not work')",
-          bool(t25.loc["softmax", "test_acc"] < t25.loc["baseline", "test_acc"]), ours=t25.test_acc.round(2).to_dict())
+          bool(t25.loc["softmax", "test_acc"] < t25.loc["baseline", "test_acc"] - TIE),
+          ours=t25.test_acc.round(2).to_dict())
 t25.round(2)
 
 # %% [markdown]
@@ -451,10 +455,10 @@ out.save_table(ta, "T-001-a", params=S, note="ours: R18m/digits at quick; source
 ok = []
 for lr, g in ta.groupby("lr"):
     g = g.set_index("allocation")
-    ok.append(g.loc["alpha^2", "test_acc"] >= g.loc["baseline", "test_acc"]
-              and g.test_acc.idxmin() == "alpha^3"
-              and g.loc["alpha^2", "train_acc"] < g.loc["baseline", "train_acc"]
-              and g.loc["alpha^3", "train_acc"] < g.loc["baseline", "train_acc"])
+    ok.append(g.loc["alpha^2", "test_acc"] >= g.loc["baseline", "test_acc"] - TIE
+              and g.loc["alpha^3", "test_acc"] <= g.test_acc.min() + TIE
+              and g.loc["alpha^2", "train_acc"] < g.loc["baseline", "train_acc"] - TIE
+              and g.loc["alpha^3", "train_acc"] < g.loc["baseline", "train_acc"] - TIE)
 out.check("T-001-a", "alpha^2 test >= baseline, alpha^3 worst, alpha^2 and alpha^3 lower train accuracy (every lr0)",
           all(ok), ours={f"lr {r.lr:g} {r.allocation}": [round(r.test_acc, 2), round(r.train_acc, 2)]
                          for r in ta.itertuples()},
@@ -480,7 +484,8 @@ per_model = dd.groupby("model")[["d_test", "d_train"]].mean()
 shallow, deep = S["sampling_models"][0], S["sampling_models"][-1]
 mag = dd.assign(mag=(dd.d_test.abs() + dd.d_train.abs()) / 2).groupby("model").mag.mean()
 out.check("T-001-d", "shallower model: Delta test > 0 > Delta train (mean over the sampling schemes)",
-          bool(per_model.loc[shallow, "d_test"] > 0 > per_model.loc[shallow, "d_train"]), ours=per_model.round(2).to_dict())
+          bool(per_model.loc[shallow, "d_test"] > TIE and per_model.loc[shallow, "d_train"] < -TIE),
+          ours=per_model.round(2).to_dict())
 out.check("T-001-d", "the deeper model's effects are smaller (mean |Delta|)", bool(mag[deep] < mag[shallow]), ours=mag.round(2).to_dict())
 dd.round(2)
 

@@ -506,7 +506,7 @@ diff = wide[("test_acc", "eq2.13")] - wide[("test_acc", "none")]
 rem = wide[("remaining", "none")]
 mid = diff[(rem >= 0.1) & (rem <= 0.8)]
 out.check("fig3.25", "TB >= baseline - 0.5 pp at all sizes and > baseline for the majority of sizes with 10-80 % remaining",
-          bool((diff >= -0.5).all() and (mid > 0).sum() > len(mid) / 2),
+          bool((diff >= -0.5).all() and (mid > 1e-6).sum() > len(mid) / 2),  # 1e-6: ties are not wins
           ours={f"{r:.2f}": round(float(v), 2) for r, v in zip(rem, diff)}, source="T-001-f")
 wide.round(2)
 

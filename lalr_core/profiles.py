@@ -20,7 +20,7 @@ from .tempbalance import SCHEMES
 
 PROFILES = ("smoke", "quick", "paper")
 OPTIMIZERS = ("sgd", "sgdm", "adam", "adamw")
-SCHEDULES = ("constant", "multistep", "cosine")
+SCHEDULES = ("constant", "multistep", "cosine", "cosine_tb")
 ALPHA_XMIN = ("median", "ks")
 # Fields added after caches existed: key() omits them at their defaults, so old keys still hit.
 OMIT_AT_DEFAULT = ("layer_lr", "layer_lr_params", "alpha_xmin", "augmix")

@@ -43,11 +43,15 @@ def lr_factor(cfg: RunConfig, epoch: int) -> float:
 
     ``multistep``: ``lr_decay`` per milestone passed (torch MultiStepLR). ``cosine``: seed 001
     eq. 2.12, ``lr_t = lr_0/2 * (1 + cos((t+1) pi / T))``, which reaches 0 at the last epoch.
+    ``cosine_tb``: TempBalance's code, one epoch behind eq. 2.12 (lr_0 in the first epoch, never
+    0; digest A-5), ``lr_0/2 * (1 + cos(t pi / T))``.
     """
     if cfg.schedule == "multistep":
         return cfg.lr_decay ** sum(epoch >= m for m in cfg.milestones)
     if cfg.schedule == "cosine":
         return 0.5 * (1 + math.cos((epoch + 1) * math.pi / cfg.epochs))
+    if cfg.schedule == "cosine_tb":  # TempBalance's code: lr_0 in epoch 0, one epoch behind
+        return 0.5 * (1 + math.cos(epoch * math.pi / cfg.epochs))
     return 1.0
 
 

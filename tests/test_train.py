@@ -25,6 +25,9 @@ def test_lr_schedules():
     for e in range(8):  # seed 001 eq. 2.12
         assert lr_factor(cos, e) == pytest.approx(0.5 * (1 + math.cos((e + 1) * math.pi / 8)))
     assert lr_factor(cos, 7) == pytest.approx(0.0, abs=1e-12)
+    tb = cos.replace(schedule="cosine_tb")   # TempBalance's code: eq. 2.12 one epoch later
+    assert [lr_factor(tb, e) for e in range(1, 8)] == pytest.approx([lr_factor(cos, e) for e in range(7)])
+    assert lr_factor(tb, 0) == 1.0
 
 
 def test_one_full_batch_sgd_step_matches_hand_computation():

@@ -43,6 +43,7 @@ POWERS = ("alpha", "alpha^2", "alpha^3")                                        
 
 _SMALL = dict(
     dataset="digits", augment=True, batch_size=64, momentum=0.9, wd=5e-4,
+    schedule="cosine",  # eq. 2.12; "cosine_tb" = TempBalance's code (one epoch behind)
     models=("resnet18_mini", "resnet34_mini"), cka_model="resnet34_mini", cka_width=1.0,
     cka_lr=0.2, cka_batches=5, cka_batch_size=128, cka_samples=None, map_model="resnet18_mini",
     map_width=1.0,
@@ -90,7 +91,7 @@ def run(s: Mapping[str, Any], model: str, width: float, lr: float, allocation: s
     layer_lr, params = ALLOCATIONS[allocation]
     base = dict(dataset=s["dataset"], n_train=s["n_train"], augment=s["augment"], model=model,
                 width=width, optimizer="sgdm", lr=lr, momentum=s["momentum"], wd=s["wd"],
-                batch_size=s["batch_size"], epochs=epochs or s["epochs"], schedule="cosine",
+                batch_size=s["batch_size"], epochs=epochs or s["epochs"], schedule=s["schedule"],
                 layer_lr=layer_lr, layer_lr_params=params, seed=seed)
     return RunConfig(**{**base, **changes})
 

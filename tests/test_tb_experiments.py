@@ -17,6 +17,8 @@ def test_every_profile_builds_valid_unique_runs(profile):
     assert len(cfgs) == len(set(cfgs)) == len(callbacks) > 0
     assert all(isinstance(c, RunConfig) and c.schedule == "cosine" for c in cfgs
                if c.model != s["esd_model"])
+    tb_code = tb.all_runs(chapter_settings("02", profile, {"schedule": "cosine_tb"}))[0]
+    assert {c.schedule for c in tb_code if c.model != s["esd_model"]} == {"cosine_tb"}
     costs = [tb.run_cost(c) for c in cfgs]
     assert costs == sorted(costs, reverse=True)
 

@@ -40,8 +40,7 @@
 # TempBalance's median rule for the allocation, the KS rule (Clauset et al.) where noted.
 # (iv) The ranges "α ∈ [2, 6]" depend on the estimator, so T-001-c reports both. (v) Eq.
 # 2.12 is implemented literally, $\text{lr}_t = \tfrac{\text{lr}_0}{2}(1+\cos\tfrac{(t+1)\pi}{T})$
-# TempBalance's code runs one epoch behind it (`overrides` cannot switch it here, but
-# `RunConfig(schedule="cosine_tb")` trains with it). (vi) Eq. 2.27 lacks the normalisation its text asks for; eq. 2.29 can give negative
+# TempBalance's code runs one epoch behind it: `overrides={"schedule": "cosine_tb"}`. (vi) Eq. 2.27 lacks the normalisation its text asks for; eq. 2.29 can give negative
 # "probabilities"; eq. 2.20 prints descending exponents; the EMG allocation has no rule: we use
 # the digest's choices (`lalr_core.tempbalance` docstrings). (vii) Batch size,
 # momentum, weight decay, augmentation and seeds are not stated: TempBalance's code

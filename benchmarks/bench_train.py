@@ -23,7 +23,8 @@ import torch
 import torch.nn.functional as F
 from torchvision.transforms import v2
 
-from lalr_core.data import augment, iterate_batches
+from lalr_core.augmentation import augment
+from lalr_core.data import iterate_batches
 from lalr_core.models import build_model
 
 

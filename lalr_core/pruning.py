@@ -11,7 +11,7 @@ Written from the source and the papers it cites; no code copied. ERK: Evci et al
 eq. 3.1 is HYDRA's score initialisation (Sehwag et al. 2020).
 
 Masking channels, keeping them masked and counting what is left: `channel_masks`. AugMix:
-`data.augmix`. Fine-tuning a pruned model, with or without layer-wise lrs:
+`augmentation.augmix`. Fine-tuning a pruned model, with or without layer-wise lrs:
 `htsr_callbacks.PrunedStart`. Not here: AugPrune (the source gives no formula, digest A-20)
 and HYDRA score optimisation (not described, A-21).
 """

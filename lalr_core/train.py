@@ -22,7 +22,8 @@ import torch
 import torch.nn.functional as F
 from tqdm.auto import tqdm
 
-from .data import DATASETS, ImageData, augment, augmix, crop_pad_for, iterate_batches, load_data
+from .augmentation import augment, augmix, crop_pad_for
+from .data import DATASETS, ImageData, iterate_batches, load_data
 from .models import build_model, num_parameters
 from .orthogonal import GradientTransform, select_params
 from .profiles import RunConfig

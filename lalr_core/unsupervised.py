@@ -21,7 +21,8 @@ from typing import Any
 import pandas as pd
 import torch
 
-from .data import DATASETS, augment, iterate_batches, load_data
+from .augmentation import augment
+from .data import DATASETS, iterate_batches, load_data
 from .models import BarlowTwins, PoissonVAE, barlow_twins_loss, basic_cnn_trunk
 from .orthogonal import LARS, GradientTransform, lars_param_groups, select_params
 from .train import resolve_device

@@ -10,8 +10,8 @@ import pytest
 import torch
 import torchvision.datasets as tvd
 
+from lalr_core import augmentation as A
 from lalr_core import data as D
-
 
 # ----------------------------------------------------------------------------- writers
 
@@ -279,7 +279,7 @@ def _images(N=6, C=2, H=5, W=7):
 
 def test_augment_flip_only():
     X = _images(N=40)
-    out = D.augment(X, crop_pad=0, flip=True, generator=torch.Generator().manual_seed(0))
+    out = A.augment(X, crop_pad=0, flip=True, generator=torch.Generator().manual_seed(0))
     same = (out == X).flatten(1).all(1)
     flipped = (out == torch.flip(X, dims=[-1])).flatten(1).all(1)
     assert bool((same ^ flipped).all())  # each sample: exactly one (no image is symmetric)
@@ -288,7 +288,7 @@ def test_augment_flip_only():
 
 def test_augment_crop_is_a_window_of_the_padded_image():
     X, p = _images(N=30), 2
-    out = D.augment(X, crop_pad=p, flip=False, generator=torch.Generator().manual_seed(1))
+    out = A.augment(X, crop_pad=p, flip=False, generator=torch.Generator().manual_seed(1))
     Xp = torch.nn.functional.pad(X, (p, p, p, p))
     H, W = X.shape[-2:]
     offsets = set()
@@ -303,23 +303,23 @@ def test_augment_crop_is_a_window_of_the_padded_image():
 def test_augment_crop_and_flip_and_determinism():
     X, p = _images(N=20), 1
     g = lambda: torch.Generator().manual_seed(7)  # noqa: E731
-    out = D.augment(X, crop_pad=p, generator=g())
+    out = A.augment(X, crop_pad=p, generator=g())
     assert out.shape == X.shape and out.dtype == X.dtype
-    assert torch.equal(out, D.augment(X, crop_pad=p, generator=g()))
+    assert torch.equal(out, A.augment(X, crop_pad=p, generator=g()))
     Xp = torch.nn.functional.pad(X, (p, p, p, p))
     H, W = X.shape[-2:]
     for n in range(len(X)):
         wins = [Xp[n, :, i:i + H, j:j + W] for i in range(3) for j in range(3)]
         assert any(torch.equal(out[n], w) or torch.equal(out[n], w.flip(-1)) for w in wins)
-    assert D.augment(X, crop_pad=0, flip=False) is X
+    assert A.augment(X, crop_pad=0, flip=False) is X
 
 
 @pytest.mark.parametrize("bad", [dict(crop_pad=-1), dict(crop_pad=1.0)])
 def test_augment_bad_args(bad):
     with pytest.raises(ValueError):
-        D.augment(_images(), **bad)
+        A.augment(_images(), **bad)
     with pytest.raises(ValueError, match="shape"):
-        D.augment(torch.zeros(3, 4, 4))
+        A.augment(torch.zeros(3, 4, 4))
 
 
 # ----------------------------------------------------------------------------- batches
@@ -454,21 +454,21 @@ def _digits_batch(n=12):
 
 
 def test_crop_pad_for():
-    assert D.crop_pad_for(32) == 4 and D.crop_pad_for(8) == 1 and D.crop_pad_for(28) == 3
-    assert D.crop_pad_for(4) == 1 and D.crop_pad_for(64) == 8
+    assert A.crop_pad_for(32) == 4 and A.crop_pad_for(8) == 1 and A.crop_pad_for(28) == 3
+    assert A.crop_pad_for(4) == 1 and A.crop_pad_for(64) == 8
 
 
 def test_augmix_shape_dtype_reproducible_and_uint8_pixels():
     X = _digits_batch()
-    out = D.augmix(X, "digits", generator=torch.Generator().manual_seed(3))
+    out = A.augmix(X, "digits", generator=torch.Generator().manual_seed(3))
     assert out.shape == X.shape and out.dtype == X.dtype and out.device == X.device
-    again = D.augmix(X, "digits", generator=torch.Generator().manual_seed(3))
-    other = D.augmix(X, "digits", generator=torch.Generator().manual_seed(4))
+    again = A.augmix(X, "digits", generator=torch.Generator().manual_seed(3))
+    other = A.augmix(X, "digits", generator=torch.Generator().manual_seed(4))
     assert torch.equal(out, again) and not torch.equal(out, other)
     assert not torch.equal(out, X)
     pix = _unnormalise(out, "digits")          # asserts integer pixels within float32 rounding
     assert pix.min() >= 0 and pix.max() <= 255
-    x64 = D.augmix(X.double(), "digits", generator=torch.Generator().manual_seed(3))
+    x64 = A.augmix(X.double(), "digits", generator=torch.Generator().manual_seed(3))
     assert x64.dtype == torch.float64 and x64.shape == X.shape
 
 
@@ -476,9 +476,9 @@ def test_augmix_draws_per_sample_and_leaves_global_rng_alone():
     X = _digits_batch(1).expand(16, -1, -1, -1).contiguous()  # 16 copies of one image
     torch.manual_seed(123)
     before = torch.get_rng_state()
-    out = D.augmix(X, "digits", generator=torch.Generator().manual_seed(0))
-    D.augmix(X, "digits")  # generator=None: a fresh one, still not the global RNG
+    out = A.augmix(X, "digits", generator=torch.Generator().manual_seed(0))
+    A.augmix(X, "digits")  # generator=None: a fresh one, still not the global RNG
     assert torch.equal(torch.get_rng_state(), before)
     assert len({bytes(o.numpy()) for o in out}) > 1  # not one op chain shared by the batch
     with pytest.raises(ValueError):
-        D.augmix(X[0], "digits")
+        A.augmix(X[0], "digits")

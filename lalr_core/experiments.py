@@ -14,7 +14,7 @@ from .htsr_callbacks import FinalWeights, PrunedStart, SpectralProbe
 from .orth_experiments import ORTHOGONAL
 from .probes import FilterCosineProbe, RepresentationProbe, SymmetryProbe, ZeroGradProbe
 from .profiles import RunConfig, resolve
-from .prune_experiments import PRUNING
+from .prune_experiments import PRUNING, check_settings
 from .runs import RunCache, active_cache, sweep
 from .tb_experiments import TEMPBALANCE
 from .train import train
@@ -53,6 +53,7 @@ DIRECTEDNESS: dict[str, dict[str, Any]] = {
 CHAPTERS: dict[str, dict[str, dict[str, Any]]] = {
     "02": TEMPBALANCE, "02b": PRUNING, "04": DIRECTEDNESS, "06": ORTHOGONAL,
 }
+CHECKS = {"02b": check_settings}  # chapter -> settings check beyond resolve's (before compute)
 
 
 def chapter_settings(chapter: str, profile: str,
@@ -60,7 +61,8 @@ def chapter_settings(chapter: str, profile: str,
     """Resolved settings of ``chapter`` at ``profile`` (raises ``ValueError`` on bad input)."""
     if chapter not in CHAPTERS:
         raise ValueError(f"unknown chapter {chapter!r}; known: {sorted(CHAPTERS)}")
-    return resolve(CHAPTERS[chapter], profile, overrides)
+    settings = resolve(CHAPTERS[chapter], profile, overrides)
+    return CHECKS[chapter](settings) if chapter in CHECKS else settings
 
 
 def directedness_configs(s: Mapping[str, Any]) -> dict[str, RunConfig]:

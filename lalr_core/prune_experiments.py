@@ -87,6 +87,27 @@ PRUNING: dict[str, dict[str, Any]] = {
 }
 
 
+def check_settings(s: Mapping[str, Any]) -> Mapping[str, Any]:
+    """Raise ``ValueError`` for settings that would only fail after pretraining: unknown
+    metrics, rules, roles or channel scores, and ratios outside the budget range."""
+    for key in ("f33_metrics", "grid_metrics", "te_metrics"):
+        if bad := sorted(set(s[key]) - set(METRICS)):
+            raise ValueError(f"{key}: unknown metrics {bad}; choose from {METRICS}")
+    if bad := sorted(set(s["rules"]) - set(pruning.RULES)):
+        raise ValueError(f"rules: unknown {bad}; choose from {pruning.RULES}")
+    if s["importance"] not in pruning.IMPORTANCE:
+        raise ValueError(f"importance must be one of {pruning.IMPORTANCE}, got {s['importance']!r}")
+    roles = ("augmix_roles", "fig32_roles", "fig31_roles", "te_roles")
+    if bad := sorted({r for key in roles for r in s[key]} - set(s["models"])):
+        raise ValueError(f"unknown model roles {bad}; choose from {sorted(s['models'])}")
+    for key in ("f33_ratios", "f33_aug_ratios", "grid_ratios", "te_ratios", "f326_ratios"):
+        if bad := [P for P in s[key] if not 0 < P <= pruning.K_MAX]:
+            raise ValueError(f"{key}: ratios {bad} outside (0, {pruning.K_MAX}]")
+    if bad := [r for r in (*s["vgg_ratios"], s["f322_ratio"]) if not 0 <= r < 1]:
+        raise ValueError(f"vgg_ratios / f322_ratio {bad} outside [0, 1)")
+    return s
+
+
 def setting(aug: str, rule: str) -> int:
     """Table 3.1's setting number of ``aug`` (traditional | augmix) and ``rule``."""
     if aug not in SETTINGS or rule not in SETTINGS[aug]:

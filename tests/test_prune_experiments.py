@@ -163,3 +163,16 @@ def test_transition_layers_and_fig31():
     t = px.fig31_table(model, 0.8)
     assert (t["uniform"] == 0.8).all() and len(t) == len(channel_masks.prunable_layers(model))
     assert t["erk"].corr(t["size"], method="spearman") > 0.5
+
+
+@pytest.mark.parametrize("bad, match", [
+    ({"f33_metrics": ("alpha", "beta")}, "unknown metrics"),
+    ({"rules": ("sideways",)}, "rules"),
+    ({"importance": "random"}, "importance"),
+    ({"te_roles": ("resnet",)}, "roles"),
+    ({"grid_ratios": (0.5, 1.5)}, "grid_ratios"),
+    ({"vgg_ratios": (0.0, 1.0)}, "vgg_ratios"),
+])
+def test_bad_settings_fail_before_any_compute(bad, match):
+    with pytest.raises(ValueError, match=match):
+        chapter_settings("02b", "smoke", bad)

@@ -80,14 +80,19 @@ def _fill_to_mean(weights: torch.Tensor, n: torch.Tensor, target: float,
 def _increment(budgets: torch.Tensor, n: torch.Tensor, target: float,
                step: float) -> torch.Tensor:
     """Seed 001 Ch. 3.2: raise every layer's ratio by ``step`` per iteration, stop a layer at
-    its budget ``k_i`` and stop all at the global target ("rather under-prune")."""
-    r = torch.zeros_like(budgets)
-    while (n * r).sum() < target * n.sum() - _EPS:
-        active = r + step <= budgets + _EPS
-        if not bool(active.any()):
-            break
-        r = torch.where(active, r + step, r)
-    return r
+    its budget ``k_i`` and stop all at the global target ("rather under-prune").
+
+    In closed form: after t iterations layer i is at ``step * min(t, m_i)`` with
+    ``m_i = floor((k_i + eps) / step)`` increments allowed; the loop stops at the first t whose
+    ``n``-weighted mean reaches the target (or when every layer is at its cap), so all
+    iterations are evaluated at once (the loop took ~10 ms per call).
+    """
+    caps = torch.floor((budgets + _EPS) / step).clamp(min=0)            # m_i
+    t = torch.arange(int(caps.max()) + 1, dtype=budgets.dtype)         # iterations 0..max m
+    r_all = step * torch.minimum(t[:, None], caps[None, :])            # (T, L) ratios after t
+    reached = (r_all * n).sum(1) >= target * n.sum() - _EPS
+    first = int(torch.argmax(reached.to(torch.int8))) if bool(reached.any()) else len(t) - 1
+    return r_all[first]
 
 
 def layer_budgets(metric_per_layer: Mapping[str, float], total_sparsity: float,

@@ -206,3 +206,26 @@ def test_slimmed_parameters_residual_add_keeps_a_channel_alive():
     got = slimmed_parameters(pruned, masks, (1, 8, 8))
     c2 = pruned.layer1[0].conv2.weight
     assert got["full"] - got["params"] == c2.numel() // 2          # only conv2's own outputs
+
+
+def test_increment_matches_the_sources_loop():
+    from lalr_core.pruning import _EPS, _increment
+
+    def loop(budgets, n, target, step):  # the source's procedure, literally (Ch. 3.2)
+        r = torch.zeros_like(budgets)
+        while (n * r).sum() < target * n.sum() - _EPS:
+            active = r + step <= budgets + _EPS
+            if not bool(active.any()):
+                break
+            r = torch.where(active, r + step, r)
+        return r
+
+    gen = torch.Generator().manual_seed(0)
+    for _ in range(300):
+        L = int(torch.randint(1, 30, (1,), generator=gen))
+        k = torch.rand(L, generator=gen, dtype=torch.float64) * 0.95
+        n = torch.randint(1, 10_000, (L,), generator=gen).double()
+        target = float(torch.rand(1, generator=gen)) * 0.9
+        for step in (0.01, 0.05):
+            assert torch.allclose(_increment(k, n, target, step), loop(k, n, target, step),
+                                  atol=1e-12, rtol=0)

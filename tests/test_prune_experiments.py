@@ -176,3 +176,28 @@ def test_transition_layers_and_fig31():
 def test_bad_settings_fail_before_any_compute(bad, match):
     with pytest.raises(ValueError, match=match):
         chapter_settings("02b", "smoke", bad)
+
+
+def test_slimmed_remaining_rebuilds_the_runs_start(tmp_path, monkeypatch):
+    from lalr_core.channel_masks import prune_channels, slimmed_parameters
+    from lalr_core.experiments import train_runs
+    from lalr_core.runs import ROOT_ENV
+    from lalr_core.train import initial_model
+
+    monkeypatch.setenv(ROOT_ENV, str(tmp_path / "runs"))
+    pre = RunConfig(dataset="digits", n_train=64, n_test=32, model="densenet10_mini",
+                    batch_size=32, epochs=1, device="cpu")
+    train_runs([pre], callbacks={"weights": {}})
+    unit = {"run": pre.key(), "callbacks": {"weights": {}}}
+    ratios = {"features.0.conv": 0.5, "features.2.conv": 0.5}
+    spec = {"cfg": pre.replace(seed=1), "callbacks": {"pruned_start": {
+        "pretrained": unit, "ratios": ratios, "importance": "me_prune"}}}
+    model = initial_model(pre)
+    model.load_state_dict(train_runs([pre], callbacks={"weights": {}})[0]["callbacks"]["weights"])
+    pruned, masks = prune_channels(model, ratios, "me_prune")
+    want = slimmed_parameters(pruned, masks, (1, 8, 8))["remaining"]
+    assert px.slimmed_remaining(spec) == pytest.approx(want)
+    # the transition conv's pruned outputs also remove inputs of every later dense layer
+    zeroed = sum(m.eq(0).sum().item() for k, m in masks.items() if k.endswith("conv.weight"))
+    masked_only = 1 - zeroed / sum(p.numel() for p in model.parameters() if p.dim() == 4)
+    assert want < masked_only

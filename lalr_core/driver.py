@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import sys
 import time
@@ -18,6 +19,7 @@ from pathlib import Path
 
 from .data import DatasetMissingError, ensure_dataset
 from .experiments import CHAPTERS, chapter_settings
+from .figures import FIGURES_ENV
 from .profiles import check_profile
 from .provenance import repo_root
 from .report import build_report
@@ -67,6 +69,7 @@ def run_notebooks(chapters: list[str], notebooks: dict[str, Path], profile: str,
 
     out_dir = out_root / profile / "notebooks"
     out_dir.mkdir(parents=True, exist_ok=True)
+    os.environ[FIGURES_ENV] = str(out_root.resolve())  # the kernels' FigureWriter writes here
     records = []
     for chapter in chapters:
         nb = notebooks[chapter]

@@ -223,6 +223,14 @@ def markdown_table(df: pd.DataFrame, floatfmt: str = ".4g") -> str:
 
 
 # ----------------------------------------------------------------------------- writer
+FIGURES_ENV = "LALR_FIGURES_ROOT"  # the driver's --out, inherited by the notebook kernels
+
+
+def default_root() -> Path:
+    """``$LALR_FIGURES_ROOT`` if set, else ``<repo>/figures``."""
+    return Path(os.environ[FIGURES_ENV]) if os.environ.get(FIGURES_ENV) else repo_root() / "figures"
+
+
 class FigureWriter:
     """Saves one chapter's figures, tables and checks under ``<root>/<profile>/<chapter>/``.
 
@@ -230,7 +238,8 @@ class FigureWriter:
         chapter: chapter folder name, e.g. ``"04_directedness"``.
         profile: one of ``lalr_core.profiles.PROFILES`` (smoke, quick, paper).
         notebook: the notebook's file name (recorded in every sidecar and check).
-        root: output root; defaults to ``<repo>/figures``.
+        root: output root; defaults to ``$LALR_FIGURES_ROOT`` (set by ``make figures``'s
+            ``--out``) or ``<repo>/figures``.
 
     Raises:
         ValueError: unknown profile, or a chapter name that is not a safe folder name.
@@ -245,7 +254,7 @@ class FigureWriter:
         if not isinstance(notebook, str) or not notebook:
             raise ValueError(f"notebook must be a non-empty string, got {notebook!r}")
         self.notebook = notebook
-        self.root = Path(root) if root is not None else repo_root() / "figures"
+        self.root = Path(root) if root is not None else default_root()
         self.dir = self.root / profile / chapter
         if fresh_checks:
             self.checks_path.unlink(missing_ok=True)

@@ -276,3 +276,12 @@ def test_a_new_writer_starts_with_fresh_checks(tmp_path):
     second.check("fig1", "new claim", False)
     kept = FigureWriter("04_x", "smoke", "nb.ipynb", root=tmp_path, fresh_checks=False)
     assert [c["claim"] for c in kept.checks()] == ["new claim"]
+
+
+def test_default_root_follows_the_drivers_out(tmp_path, monkeypatch):
+    from lalr_core.figures import FIGURES_ENV
+    monkeypatch.setenv(FIGURES_ENV, str(tmp_path / "elsewhere"))
+    out = FigureWriter("04_x", "smoke", "nb.ipynb")
+    assert out.dir == tmp_path / "elsewhere" / "smoke" / "04_x"
+    monkeypatch.delenv(FIGURES_ENV)
+    assert FigureWriter("04_x", "smoke", "nb.ipynb").root.name == "figures"

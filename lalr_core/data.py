@@ -76,7 +76,7 @@ DATASETS: dict[str, DatasetSpec] = {
     # train part (tests/test_data.py recomputes them).
     "digits": DatasetSpec(None, 1, 8, 10, (0.3053,), (0.3758,), 1347, 450),
 }
-DIGITS_TEST_SIZE, DIGITS_SPLIT_SEED = 450, 0  # seed 001 digest, "D-DIG"
+DIGITS_SPLIT_SEED = 0  # seed 001 digest, "D-DIG"
 
 
 class DatasetMissingError(RuntimeError):
@@ -370,8 +370,8 @@ def _read_digits(train: bool) -> tuple[torch.Tensor, torch.Tensor]:
     digits = _sklearn_digits()()
     X = torch.from_numpy((digits.images * 255.0 / 16.0).round()).to(torch.uint8).unsqueeze(1)
     y = torch.from_numpy(digits.target).to(torch.int64)
-    i_tr, i_te = train_test_split(range(len(y)), test_size=DIGITS_TEST_SIZE, stratify=y.numpy(),
-                                  random_state=DIGITS_SPLIT_SEED)
+    i_tr, i_te = train_test_split(range(len(y)), test_size=DATASETS["digits"].test_size,
+                                  stratify=y.numpy(), random_state=DIGITS_SPLIT_SEED)
     idx = torch.tensor(sorted(i_tr if train else i_te))
     return X[idx], y[idx]
 

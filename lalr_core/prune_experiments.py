@@ -20,10 +20,9 @@ import pandas as pd
 from torch import nn
 
 from . import channel_masks, pruning, spectral
-from .data import DATASETS
 from .htsr_callbacks import pretrained_weights
-from .models import build_model
 from .profiles import RunConfig
+from .train import run_model
 
 # The 10 HT-SR metrics (digest I.2.9 / A-17) grouped as in the source's bullet list (ch. 3.2).
 SHAPE = ("alpha", "rand_distance", "stable_rank", "entropy")
@@ -158,10 +157,7 @@ def pretrain_runs(s: Mapping[str, Any]) -> tuple[list[RunConfig], list[dict]]:
 
 def pretrained_model(s: Mapping[str, Any], role: str, aug: str = "traditional") -> nn.Module:
     """The pretrained ``role`` model (from the cache; raises ``LookupError`` if not trained)."""
-    cfg = pretrain_config(s, role, aug)
-    spec = DATASETS[cfg.dataset]
-    model = build_model(cfg.model, in_channels=spec.in_channels, num_classes=spec.num_classes,
-                        width=cfg.width, image_size=spec.image_size)
+    model = run_model(pretrain_config(s, role, aug))
     model.load_state_dict(pretrained_weights(pretrain_unit(s, role, aug)))
     return model.eval()
 
@@ -324,9 +320,8 @@ def slimmed_remaining(spec: Mapping) -> float:
     key = (repr(ps["pretrained"]), tuple(sorted(ps["ratios"].items())),
            ps.get("importance", "l1"))
     if key not in _SLIMMED:
-        from .train import initial_model  # train imports the callbacks; keep this import late
         cfg = spec["cfg"]
-        model = initial_model(cfg)
+        model = run_model(cfg)
         model.load_state_dict(pretrained_weights(ps["pretrained"]))
         pruned, masks = channel_masks.prune_channels(model, ps["ratios"], key[2])
         kept = channel_masks.slimmed_parameters(pruned, masks, cfg.image_shape)

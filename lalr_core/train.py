@@ -111,12 +111,17 @@ def deterministic_mode(enabled: bool):
         torch.use_deterministic_algorithms(previous)
 
 
-def initial_model(cfg: RunConfig) -> torch.nn.Module:
-    """The run's model at initialisation, exactly as `train` starts it (seeded by cfg.seed)."""
+def run_model(cfg: RunConfig) -> torch.nn.Module:
+    """The run's architecture for its dataset (unseeded init; load weights into it)."""
     spec = DATASETS[cfg.dataset]
-    torch.manual_seed(cfg.seed)
     return build_model(cfg.model, in_channels=spec.in_channels, num_classes=spec.num_classes,
                        width=cfg.width, image_size=spec.image_size)
+
+
+def initial_model(cfg: RunConfig) -> torch.nn.Module:
+    """The run's model at initialisation, exactly as `train` starts it (seeded by cfg.seed)."""
+    torch.manual_seed(cfg.seed)
+    return run_model(cfg)
 
 
 def load_run_data(cfg: RunConfig, device: torch.device) -> ImageData:

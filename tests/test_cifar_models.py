@@ -34,12 +34,7 @@ APPROX = {  # (low, high): paper tables, which give only rounded sizes
 }
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def meta_count(name, **kw):

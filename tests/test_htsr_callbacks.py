@@ -24,12 +24,7 @@ RATIOS = {"conv1": 0.25, "layer1.0.conv1": 0.5, "layer2.0.conv2": 0.3,
           "layer3.0.shortcut.0": 0.1}
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(old)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 @pytest.fixture(scope="module")

@@ -25,14 +25,7 @@ from lalr_core.spectral import (
 PL_RANGE = {"alpha": [1, 20]}      # powerlaw 2.0 clips alpha to [0, 3] by default
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    # MKL's threaded eigvalsh / svdvals stall for 1-8 s per call when the 2 cores are
-    # oversubscribed (measured on this machine, load ~4); one thread takes ~20 ms.
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(old)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def _pareto(alpha, n, seed):

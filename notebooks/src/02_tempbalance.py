@@ -65,7 +65,7 @@ from lalr_core.experiments import chapter_settings, train_runs
 from lalr_core.figures import FigureWriter, set_style
 from lalr_core.provenance import repo_root
 from lalr_core.tempbalance import allocate
-from lalr_core.train import initial_model
+from lalr_core.train import initial_model, run_model
 
 S = chapter_settings("02", profile, overrides)   # validated before any compute
 TIE = 1e-6   # accuracy differences are multiples of 1/450 (or /n_test); below this = equal
@@ -113,7 +113,7 @@ f"{len(all_cfgs)} runs, {sum(c.epochs for c in all_cfgs)} epochs"
 # %%
 esd_cfgs, esd_res, _ = runs("fig1.3")
 cfg13 = esd_cfgs[0]
-init_model, trained_model = initial_model(cfg13), initial_model(cfg13)
+init_model, trained_model = initial_model(cfg13), run_model(cfg13)
 trained_model.load_state_dict(esd_res[0]["callbacks"]["weights"])
 square = [n for n, W in spectral.layer_matrices(init_model).items() if W.shape[-1] == W.shape[-2]][0]
 W0 = spectral.layer_matrices(init_model)[square]
@@ -217,14 +217,14 @@ d21.round(2)
 # third of the modules is lower with the allocation than without.
 
 # %%
-data = load_data(S["dataset"], n_train=S["n_train"] or None, n_test=S["cka_samples"])
+data = load_data(S["dataset"], n_train=S["n_train"], n_test=S["cka_samples"])
 Xtest = data.X_test
 cka_runs = {tb.allocation_of(c): (c, r) for c, r in zip(grid_cfgs, grid_res)
             if (c.model, c.width, c.lr, c.seed) == (S["cka_model"], S["cka_width"], S["cka_lr"], 0)}
 cka, batch_sd = {}, {}
 gen = torch.Generator().manual_seed(0)
 for alloc, (c, r) in sorted(cka_runs.items()):
-    model = initial_model(c)
+    model = run_model(c)
     model.load_state_dict(r["callbacks"]["weights"])
     cka[alloc] = cka_matrix(collect_activations(model, Xtest))
     batches = []

@@ -6,7 +6,7 @@ import json
 import os
 import time
 
-from lalr_core.provenance import provenance
+from lalr_core.core.provenance import provenance
 
 
 def finish(res: dict, t0: float, json_path: str | None) -> None:

@@ -1,7 +1,7 @@
 """Cost of gradient orthogonalisation (Orth-SGDM, chapter 06) as ratios measured in one run.
 
 1. Step: one training step (forward + backward + optimiser step) of CIFAR ResNet-20 on a
-   synthetic CIFAR-shaped batch of 128 (float32, channels_last as ``lalr_core.train``), with
+   synthetic CIFAR-shaped batch of 128 (float32, channels_last as ``lalr_core.core.train``), with
    SGDM (lr 1e-2, momentum 0.9, wd 5e-4) plain, with the SVD polar factor and with Newton-Schulz,
    all built by ``make_optimizer``. ``--repeats`` rounds of ``--steps`` steps each, after a
    warm-up, alternate the three step by step; medians give the overhead ``orth/sgdm - 1``. The
@@ -27,13 +27,13 @@ import torch
 import torch.nn.functional as F
 from _common import finish  # benchmarks/ is on sys.path when a script runs
 
-from lalr_core.models import build_model
-from lalr_core.orthogonal import newton_schulz, svd_polar
-from lalr_core.profiles import RunConfig
-from lalr_core.train import make_optimizer
+from lalr_core.core.models import build_model
+from lalr_core.methods.orthogonal import GradTransform, newton_schulz, svd_polar
+from lalr_core.core.config import RunConfig
+from lalr_core.core.train import make_optimizer
 
 VARIANTS = {"sgdm": ("none", "svd"), "orth_svd": ("orth", "svd"),
-            "orth_ns": ("orth", "newton_schulz")}  # name -> (grad_transform, orth_method)
+            "orth_ns": ("orth", "newton_schulz")}  # name -> (GradTransform's transform, method)
 TARGETS = {"cpu": {"orth_svd": 0.15, "orth_ns": 0.05}, "cuda": {"orth_ns": 0.10}}  # max overhead
 
 
@@ -85,7 +85,8 @@ def build_variants(device: torch.device) -> dict:
         model.load_state_dict(init)
         model = model.to(device).to(memory_format=torch.channels_last)
         cfg = RunConfig(dataset="cifar10", model="resnet20", optimizer="sgdm", lr=1e-2,
-                        momentum=0.9, wd=5e-4, grad_transform=transform, orth_method=method)
+                        momentum=0.9, wd=5e-4,
+                        methods=() if transform == "none" else (GradTransform(transform, method),))
         out[name] = (model, make_optimizer(cfg, model))
     return out
 

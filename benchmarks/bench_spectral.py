@@ -1,14 +1,14 @@
-"""Cost of ``lalr_core.spectral`` vs the literal recipe, as ratios measured in one run.
+"""Cost of ``lalr_core.methods.spectral`` vs the literal recipe, as ratios measured in one run.
 
 On torchvision ResNet-18 (10 classes, random init; 21 conv / linear layers, conv="flatten"):
 
-1. Alpha of every layer: one call ``spectral.alphas(model, xmin="median")`` (smaller Gram side,
-   batched ``eigvalsh`` per shape group, eq. 1.9 MLE) vs a per-layer loop that builds the literal
-   ``W^T W`` ((c_in k k)^2, float64), takes ``torch.linalg.eigvalsh`` of it and calls
-   ``powerlaw.Fit(eigs, xmin=<our x_min>, parameter_ranges={"alpha": [1, 20]})``. The max
-   relative alpha difference between the two is printed as a check.
-2. The ESD alone: ``spectral.esds(model)`` vs the literal ``W^T W`` eigvalsh loop (the
-   eigvalsh part of loop 1, timed separately inside the same loop).
+1. Alpha of every layer: one call ``spectral.alphas(model, xmin="median", conv="flatten")``
+   (smaller Gram side, batched ``eigvalsh`` per shape group, eq. 1.9 MLE) vs a per-layer loop
+   that builds the literal ``W^T W`` ((c_in k k)^2, float64), takes ``torch.linalg.eigvalsh``
+   of it and calls ``powerlaw.Fit(eigs, xmin=<our x_min>, parameter_ranges={"alpha": [1, 20]})``.
+   The max relative alpha difference between the two is printed as a check.
+2. The ESD alone: ``spectral.esds(model, conv="flatten")`` vs the literal ``W^T W`` eigvalsh
+   loop (the eigvalsh part of loop 1, timed separately inside the same loop).
 3. The KS x_min rule on the same (our) eigenvalues: ``fit_alpha(lam, xmin="ks")`` per layer vs
    ``powerlaw.Fit(lam)`` (default x_min scan, same parameter_ranges): time and max |d alpha|.
 
@@ -30,8 +30,8 @@ import powerlaw
 import torch
 from _common import finish  # benchmarks/ is on sys.path when a script runs
 
-from lalr_core import spectral
-from lalr_core.models import build_model
+from lalr_core.methods import spectral
+from lalr_core.core.models import build_model
 
 PL_RANGES = {"alpha": [1, 20]}  # powerlaw 2.0 clips alpha to [0, 3] by default
 
@@ -72,20 +72,20 @@ def run(repeats: int, ks: bool) -> dict:
     torch.manual_seed(0)
     model = build_model("resnet18_tv", num_classes=10).eval()
     mats = spectral.layer_matrices(model, conv="flatten")
-    ours = spectral.alphas(model, xmin="median")                      # untimed: x_min, check
+    ours = spectral.alphas(model, xmin="median", conv="flatten")      # untimed: x_min, check
     xmins = ours["xmin"].to_dict()
-    lams = spectral.esds(model)
-    spectral.esds(model)                                               # warm-up (cheap ones)
+    lams = spectral.esds(model, conv="flatten")
+    spectral.esds(model, conv="flatten")                               # warm-up (cheap ones)
     if ks:
         ks_ours({"fc": lams["fc"]}), ks_powerlaw({"fc": lams["fc"]})
     t = {k: [] for k in ("ours_alpha", "ours_esd", "lit_eig", "lit_fit", "lit_alpha",
                          "ks_ours", "ks_powerlaw")}
     for _ in range(repeats):                                           # one of each per round
         t0 = time.perf_counter()
-        spectral.alphas(model, xmin="median")
+        spectral.alphas(model, xmin="median", conv="flatten")
         t["ours_alpha"].append(time.perf_counter() - t0)
         t0 = time.perf_counter()
-        spectral.esds(model)
+        spectral.esds(model, conv="flatten")
         t["ours_esd"].append(time.perf_counter() - t0)
         lit, t_eig, t_fit = literal_loop(mats, xmins)
         t["lit_eig"].append(t_eig)

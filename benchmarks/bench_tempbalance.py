@@ -24,10 +24,10 @@ import torch
 import torch.nn.functional as F
 from _common import finish  # benchmarks/ is on sys.path when a script runs
 
-from lalr_core.models import build_model
-from lalr_core.profiles import RunConfig
-from lalr_core.tempbalance_callback import TempBalanceCallback
-from lalr_core.train import make_optimizer
+from lalr_core.core.models import build_model
+from lalr_core.core.config import RunConfig
+from lalr_core.methods.tempbalance_callback import TempBalance, TempBalanceCallback
+from lalr_core.core.train import make_optimizer
 
 CASES = {  # name -> (model, in_channels, image side, classes, batch, steps per epoch)
     "resnet18_cifar / CIFAR-100": ("resnet18_cifar", 3, 32, 100, 128, math.ceil(50_000 / 128)),
@@ -39,7 +39,7 @@ def time_case(model_name, c, side, classes, batch, steps_per_epoch, repeats, ste
     torch.manual_seed(0)
     model = build_model(model_name, in_channels=c, num_classes=classes, image_size=side)
     cfg = RunConfig(dataset="cifar100" if classes == 100 else "digits", model=model_name,
-                    lr=0.1, optimizer="sgdm", layer_lr="eq2.13")
+                    lr=0.1, optimizer="sgdm", methods=(TempBalance("eq2.13"),))
     opt = make_optimizer(cfg, model)
     tb = TempBalanceCallback("eq2.13")
     tb.on_optimizer(opt)

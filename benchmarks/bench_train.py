@@ -6,7 +6,7 @@ crop with 4-pixel padding + horizontal flip) and SGD with momentum:
 
 - baseline: ``torch.utils.data.DataLoader`` over the uint8 images with per-sample torchvision
   transforms (the usual tutorial loop), NCHW memory format;
-- ours: ``lalr_core.train`` pieces: normalised device-resident tensors, batched on-device
+- ours: ``lalr_core.core.train`` pieces: normalised device-resident tensors, batched on-device
   augmentation, channels_last.
 
 The two are interleaved for ``--repeats`` rounds and the median images/s of each is reported
@@ -23,9 +23,9 @@ import torch
 import torch.nn.functional as F
 from torchvision.transforms import v2
 
-from lalr_core.augmentation import augment
-from lalr_core.data import iterate_batches
-from lalr_core.models import build_model
+from lalr_core.core.augmentation import augment
+from lalr_core.core.data import iterate_batches
+from lalr_core.core.models import build_model
 
 
 def _synthetic_uint8(n: int, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:

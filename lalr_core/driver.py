@@ -17,12 +17,12 @@ import sys
 import time
 from pathlib import Path
 
-from .data import DatasetMissingError, ensure_dataset
-from .experiments import CHAPTERS, chapter_settings
-from .figures import FIGURES_ENV
-from .profiles import check_profile
-from .provenance import repo_root
-from .report import build_report
+from lalr_core.core.data import DatasetMissingError, ensure_dataset
+from lalr_core.chapters import CHAPTERS, chapter_settings
+from lalr_core.core.figures import FIGURES_ENV
+from lalr_core.core.config import check_profile
+from lalr_core.core.provenance import repo_root
+from lalr_core.core.report import build_report
 
 
 def chapter_notebooks(notebooks_dir: Path) -> dict[str, Path]:

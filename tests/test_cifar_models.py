@@ -6,7 +6,7 @@ Counts are taken on the ``meta`` device (no weight init), forwards at reduced wi
 import pytest
 import torch
 
-from lalr_core.cifar_models import (
+from lalr_core.core.cifar_models import (
     CIFAR_MODEL_NAMES,
     MINI_MODELS,
     CifarDenseNet,
@@ -14,7 +14,7 @@ from lalr_core.cifar_models import (
     CifarWideResNet,
     build_cifar_model,
 )
-from lalr_core.models import MODEL_NAMES, CifarResNet, build_model, num_parameters
+from lalr_core.core.models import MODEL_NAMES, CifarResNet, build_model, num_parameters
 
 FULL_SIZE = [n for n in CIFAR_MODEL_NAMES if n not in MINI_MODELS]
 

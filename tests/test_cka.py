@@ -6,8 +6,8 @@ import pytest
 import torch
 from torch import nn
 
-from lalr_core.cka import centred_gram, cka, cka_matrix, collect_activations, hsic
-from lalr_core.models import build_model
+from lalr_core.methods.cka import centred_gram, cka, cka_matrix, collect_activations, hsic
+from lalr_core.core.models import build_model
 
 
 def _randn(*shape, seed=0):

@@ -1,4 +1,4 @@
-"""Tests of lalr_core.data on tiny files in the real on-disk formats, read by torchvision."""
+"""Tests of lalr_core.core.data on tiny files in the real on-disk formats, read by torchvision."""
 
 import gzip
 import pickle
@@ -10,8 +10,8 @@ import pytest
 import torch
 import torchvision.datasets as tvd
 
-from lalr_core import augmentation as A
-from lalr_core import data as D
+from lalr_core.core import augmentation as A
+from lalr_core.core import data as D
 
 # ----------------------------------------------------------------------------- writers
 
@@ -231,7 +231,8 @@ def test_corrupted_cifar_is_reported(tmp_path):
 
 
 def test_data_root_resolution(tmp_path, monkeypatch):
-    assert D.data_root() == Path(D.__file__).resolve().parent.parent / "data" / "datasets"
+    # D is the package lalr_core/core/data/: its __init__.py is three levels below the repo
+    assert D.data_root() == Path(D.__file__).resolve().parents[3] / "data" / "datasets"
     monkeypatch.setenv(D.ROOT_ENV_VAR, str(tmp_path / "env"))
     assert D.data_root() == tmp_path / "env"
     assert D.data_root(tmp_path / "arg") == tmp_path / "arg"

@@ -1,4 +1,4 @@
-"""Tests of lalr_core.figures, lalr_core.provenance and lalr_core.report.
+"""Tests of lalr_core.core.figures, lalr_core.core.provenance and lalr_core.core.report.
 
 Oracles: numpy percentiles for the Tufte box plot, PIL reading back the PNG text chunks,
 the PDF bytes for its metadata, pandas reading back the CSV, hashlib for the parameter hash.
@@ -20,8 +20,8 @@ import pytest
 from matplotlib.collections import PathCollection
 from PIL import Image
 
-from lalr_core import figures, provenance, report
-from lalr_core.figures import FigureWriter, bplot, markdown_table, param_hash
+from lalr_core.core import figures, provenance, report
+from lalr_core.core.figures import FigureWriter, bplot, markdown_table, param_hash
 
 CHAPTER = "04_directedness"
 
@@ -155,12 +155,36 @@ def test_param_hash_is_canonical():
     b = {"sched": {"milestones": [100, 150], "gamma": 0.1}, "lr": 0.1}
     assert param_hash(a) == param_hash(b)
     assert param_hash(a) != param_hash({**a, "lr": 0.2})
-    from lalr_core.runs import param_hash as run_key  # canonical JSON oracle: tests/test_runs.py
+    # canonical JSON oracle: tests/test_runs.py
+    from lalr_core.core.runs import param_hash as run_key
 
-    assert param_hash(a) == run_key(a)  # a sidecar names the cached run
+    assert param_hash(a) == run_key(a)  # = the param_hash in the cached runs' meta.json
     assert len(param_hash(None)) == 16
     with pytest.raises(ValueError, match="f"):
         param_hash({"f": object()})
+
+
+def test_writes_go_through_atomic_io(writer, small_fig, monkeypatch):
+    from lalr_core.core import atomic_io
+
+    assert figures.atomic_write_text is atomic_io.atomic_write_text  # kept importable here
+    assert figures.canonical_json is atomic_io.canonical_json
+    out = writer.savefig(small_fig, "fig1", seeds=[0])
+    old = {k: p.read_bytes() for k, p in out.items()}
+
+    def broken_savefig(path, **kwargs):
+        with open(path, "wb") as fh:
+            fh.write(b"half a png")
+        raise OSError("disk full")
+
+    monkeypatch.setattr(small_fig, "savefig", broken_savefig)
+    with pytest.raises(OSError, match="disk full"):
+        writer.savefig(small_fig, "fig1", seeds=[0])
+    assert {k: p.read_bytes() for k, p in out.items()} == old  # the old files are intact
+    assert sorted(p.name for p in writer.dir.iterdir()) == ["fig1.json", "fig1.pdf", "fig1.png"]
+    with pytest.raises(ValueError, match=r"seeds\[1\]"):  # canonical JSON, before any write
+        writer.savefig(small_fig, "fig2", seeds=[0, object()])
+    assert not writer.path("fig2", "png").exists()
 
 
 # ----------------------------------------------------------------------------- tables
@@ -231,7 +255,7 @@ def test_build_report_lists_present_missing_and_counts(tmp_path, writer, small_f
 
 def test_report_cli(tmp_path):
     inv = _write_inventory(tmp_path / "inv.csv", [("fig1.2", "figure")])
-    done = subprocess.run([sys.executable, "-m", "lalr_core.report", "--profile", "quick",
+    done = subprocess.run([sys.executable, "-m", "lalr_core.core.report", "--profile", "quick",
                            "--root", str(tmp_path), "--inventory", str(inv)],
                           capture_output=True, text=True, check=True)
     assert done.stdout.strip() == str(tmp_path / "quick" / "REPORT.md")
@@ -266,7 +290,7 @@ def test_bad_profile_raises(tmp_path):
 
 
 def test_a_new_writer_starts_with_fresh_checks(tmp_path):
-    from lalr_core.figures import FigureWriter
+    from lalr_core.core.figures import FigureWriter
 
     first = FigureWriter("04_x", "smoke", "nb.ipynb", root=tmp_path)
     first.check("fig1", "old claim", True)
@@ -279,7 +303,7 @@ def test_a_new_writer_starts_with_fresh_checks(tmp_path):
 
 
 def test_default_root_follows_the_drivers_out(tmp_path, monkeypatch):
-    from lalr_core.figures import FIGURES_ENV
+    from lalr_core.core.figures import FIGURES_ENV
     monkeypatch.setenv(FIGURES_ENV, str(tmp_path / "elsewhere"))
     out = FigureWriter("04_x", "smoke", "nb.ipynb")
     assert out.dir == tmp_path / "elsewhere" / "smoke" / "04_x"

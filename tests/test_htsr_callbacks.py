@@ -1,4 +1,4 @@
-"""Seed 001 ch. 2-3 callbacks (`lalr_core.htsr_callbacks`): final weights, spectral probe,
+"""Seed 001 ch. 2-3 callbacks (`lalr_core.methods.htsr_callbacks`): final weights, spectral probe,
 train -> prune -> finetune through the run cache (oracles: the model object itself,
 `spectral.fit_alpha` on the final weights, L1 channel scores recomputed by hand)."""
 
@@ -8,14 +8,16 @@ import numpy as np
 import pytest
 import torch
 
-from lalr_core import spectral
-from lalr_core.data import load_data
-from lalr_core.experiments import train_runs
-from lalr_core.htsr_callbacks import FinalWeights, PrunedStart, SpectralProbe, pretrained_weights
-from lalr_core.models import build_model
-from lalr_core.profiles import RunConfig
-from lalr_core.runs import ROOT_ENV, RunCache
-from lalr_core.train import train
+from lalr_core.methods import spectral
+from lalr_core.core.data import load_data
+from lalr_core.core.units import train_runs
+from lalr_core.core.callbacks import FinalWeights, pretrained_weights
+from lalr_core.methods.htsr_callbacks import PrunedStart, SpectralProbe
+from lalr_core.methods.tempbalance_callback import TempBalance
+from lalr_core.core.models import build_model
+from lalr_core.core.config import RunConfig
+from lalr_core.core.runs import ROOT_ENV, RunCache
+from lalr_core.core.train import train
 
 # Real sklearn digits (8x8), 64 train samples: two steps per epoch.
 TINY = {"dataset": "digits", "n_train": 64, "n_test": 32, "model": "resnet18_mini",
@@ -190,7 +192,7 @@ def test_train_prune_finetune_keeps_masks(runs_root, digits):
 
     # TempBalance eq. 2.13 on the pruned model: alphas finite; epoch-0 alphas are those of the
     # pruned start weights (TempBalance runs after PrunedStart).
-    tb_cfg = RunConfig(**{**TINY, "layer_lr": "eq2.13"})
+    tb_cfg = RunConfig(**TINY, methods=(TempBalance("eq2.13"),))
     [tb] = train_runs([tb_cfg], callbacks={"pruned_start": {"pretrained": pre_spec,
                                                             "ratios": RATIOS}})
     df = tb["callbacks"]["tempbalance"]
@@ -227,10 +229,10 @@ def test_pruned_start_finds_pretrained_run_in_a_custom_cache(tmp_path, monkeypat
     assert not (tmp_path / "default-root").exists()   # nothing read from or written there
 
 
-# ----------------------------------------------------------------------------- AugMix in train()
+# ----------------------------------------------------------------------------- AugMix in the image task
 
 def test_augmix_needs_augment_and_trains_on_digits(monkeypatch):
-    import lalr_core.train as T
+    import lalr_core.core.tasks as T
     with pytest.raises(ValueError, match="augment"):
         RunConfig(dataset="digits", augmix=True, augment=False)
     calls = []

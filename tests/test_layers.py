@@ -1,13 +1,13 @@
-"""The shared layer rule (lalr_core.layers) and the three places that use it."""
+"""The shared layer rule (lalr_core.core.layers) and the three places that use it."""
 
 import pytest
 import torch
 from torch import nn
 
-from lalr_core import spectral
-from lalr_core.layers import weight_layers
-from lalr_core.orthogonal import select_params
-from lalr_core.tempbalance import layer_groups
+from lalr_core.methods import spectral
+from lalr_core.core.layers import weight_layers
+from lalr_core.methods.orthogonal import select_params
+from lalr_core.methods.tempbalance import layer_groups
 
 
 def _net():
@@ -27,11 +27,11 @@ def test_weight_layers_are_convs_and_linears_in_order():
 def test_every_per_layer_method_sees_the_same_layers():
     net = _net()
     names = list(weight_layers(net))
-    assert list(spectral.layer_matrices(net)) == names
+    assert list(spectral.layer_matrices(net, conv="flatten")) == names
     assert layer_groups(net)[0] == names
     assert select_params(net, "all") == [f"{n}.weight" for n in names]
     assert select_params(net, "conv") == [f"{n}.weight" for n in weight_layers(net, ("conv",))]
     # the BN after conv "1" and the LayerNorm after linear "5" join those layers' groups
     groups = dict(zip(*layer_groups(net)[:2]))
     assert {id(p) for p in groups["1"]} == {id(p) for p in [*net[1].parameters(), *net[2].parameters()]}
-    assert torch.is_tensor(spectral.layer_matrices(net)["3"])
+    assert torch.is_tensor(spectral.layer_matrices(net, conv="flatten")["3"])

@@ -6,8 +6,8 @@ import pytest
 import torch
 import torchvision
 
-from lalr_core.cifar_models import CIFAR_MODEL_NAMES
-from lalr_core.models import (
+from lalr_core.core.cifar_models import CIFAR_MODEL_NAMES
+from lalr_core.core.models import (
     MODEL_NAMES,
     TORCHVISION_NAMES,
     BarlowTwins,

@@ -6,10 +6,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from lalr_core import orth_experiments as ox
-from lalr_core.experiments import chapter_settings, train_runs
-from lalr_core.profiles import RunConfig
-from lalr_core.runs import RunCache
+from lalr_core.chapters import ch06_orthogonal_sgdm as ox
+from lalr_core.chapters import chapter_settings
+from lalr_core.core.units import train_runs
+from lalr_core.core.config import RunConfig
+from lalr_core.methods.orthogonal import GradTransform
+from lalr_core.core.runs import RunCache
 
 
 def test_orth_settings_resolve_and_builders_are_consistent():
@@ -21,7 +23,7 @@ def test_orth_settings_resolve_and_builders_are_consistent():
         assert sum("representations" in p for p in probes) == 2 and sum("zero_grad" in p for p in probes) == 2
         t51 = ox.table51_configs(s)
         assert {n for n in t51 if not n.startswith("orth_")} >= {"sgdm", "adam", "sgdm_clip", "adam_clip"}
-        assert all(c.grad_transform == "orth" for n, cs in t51.items() if n.startswith("orth_") for c in cs)
+        assert all(c.method("grad_transform").transform == "orth" for n, cs in t51.items() if n.startswith("orth_") for c in cs)
     paper = chapter_settings("06", "paper")
     c = ox.untuned(paper, "resnet20", "orth_sgdm")
     assert (c.dataset, c.batch_size, c.lr, c.momentum, c.wd, c.epochs, c.n_train, c.n_val, c.augment) == (
@@ -65,7 +67,7 @@ def test_source_tables_beside_ours():
 def test_train_runs_takes_one_callback_spec_per_config(tmp_path):
     base = dict(dataset="fashion_mnist", synthetic=True, n_train=32, n_val=8, n_test=8, model="mlp",
                 batch_size=16, epochs=1, device="cpu")
-    cfgs = [RunConfig(**base), RunConfig(**base, grad_transform="orth")]
+    cfgs = [RunConfig(**base), RunConfig(**base, methods=(GradTransform("orth"),))]
     res = train_runs(cfgs, callbacks=[{}, {"zero_grad": {"layer": "net.1"}}], cache=RunCache(tmp_path))
     assert res[0]["callbacks"] == {} and len(res[1]["callbacks"]["zero_grad"]) == 2
     with pytest.raises(ValueError, match="callback specs"):

@@ -5,10 +5,10 @@ import math
 import pytest
 import torch
 
-from lalr_core import orthogonal as orth
-from lalr_core.models import build_model
-from lalr_core.profiles import RunConfig
-from lalr_core.train import make_optimizer
+from lalr_core.methods import orthogonal as orth
+from lalr_core.core.models import build_model
+from lalr_core.core.config import RunConfig
+from lalr_core.core.train import make_optimizer
 
 SHAPES = [(16, 3, 3, 3), (16, 16, 3, 3), (64, 32, 3, 3), (10, 64), (32, 9), (200, 5)]
 
@@ -83,9 +83,11 @@ def test_bad_inputs_raise_before_compute():
     with pytest.raises(ValueError, match="unknown layer rule"):
         orth.select_params(model, "dense")
     with pytest.raises(ValueError, match="grad_transform"):
-        RunConfig(grad_transform="orthogonal")
-    with pytest.raises(ValueError, match="orth_method"):
-        RunConfig(orth_method="qr")
+        RunConfig(methods=(orth.GradTransform("orthogonal"),))
+    with pytest.raises(ValueError, match="bad settings for method 'grad_transform'"):
+        RunConfig(methods=({"kind": "grad_transform", "orth_method": "svd"},))
+    with pytest.raises(ValueError, match="orth method"):
+        orth.GradTransform("orth", method="qr")
 
 
 def test_select_params_rules():
@@ -135,7 +137,7 @@ def test_orth_sgdm_step_matches_eqs_5_8_and_5_9_with_coupled_weight_decay():
     grads = dict(zip(ref, torch.autograd.grad(loss, list(model.parameters()))))
     model.zero_grad()
     cfg = RunConfig(model="basic_cnn", optimizer="sgdm", lr=0.1, momentum=0.9, wd=1e-2,
-                    grad_transform="orth", transform_layers="conv")
+                    methods=(orth.GradTransform("orth", layers="conv"),))
     _steps(cfg, model, X, y)
     for name, p in model.named_parameters():
         g = grads[name]

@@ -2,9 +2,10 @@
 
 import numpy as np
 
-from lalr_core.probes import FilterCosineProbe, RepresentationProbe, SymmetryProbe, ZeroGradProbe
-from lalr_core.profiles import RunConfig
-from lalr_core.train import train
+from lalr_core.chapters.ch06_orthogonal_sgdm.probes import FilterCosineProbe, RepresentationProbe, SymmetryProbe, ZeroGradProbe
+from lalr_core.core.config import RunConfig
+from lalr_core.methods.orthogonal import GradTransform
+from lalr_core.core.train import train
 
 TINY = dict(dataset="fashion_mnist", synthetic=True, n_train=64, n_val=16, n_test=16,
             model="basic_cnn", batch_size=16, epochs=2, device="cpu", lr=0.01)
@@ -13,7 +14,7 @@ TINY = dict(dataset="fashion_mnist", synthetic=True, n_train=64, n_val=16, n_tes
 def test_probes_record_during_training():
     probes = [FilterCosineProbe(["conv2"], every=2), RepresentationProbe(["bn1", "bn3"], every=2),
               ZeroGradProbe("conv2"), SymmetryProbe("conv2", every=1, seed=3)]
-    out = train(RunConfig(**TINY, grad_transform="orth"), callbacks=probes, progress=False)
+    out = train(RunConfig(**TINY, methods=(GradTransform("orth"),)), callbacks=probes, progress=False)
     cb = out["callbacks"]
     steps = 2 * 64 // 16
     assert list(cb["filter_cos"]["step"]) == [0, 2, 4, 6, 8]

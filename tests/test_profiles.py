@@ -2,8 +2,9 @@
 
 import pytest
 
-from lalr_core.experiments import chapter_settings, directedness_configs
-from lalr_core.profiles import PROFILES, RunConfig, resolve
+from lalr_core.chapters import chapter_settings
+from lalr_core.chapters.ch04_directedness import directedness_configs
+from lalr_core.core.config import PROFILES, RunConfig, resolve
 
 
 def test_every_chapter_profile_resolves_to_valid_runs():

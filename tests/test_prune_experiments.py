@@ -5,11 +5,11 @@ import pandas as pd
 import pytest
 import torch
 
-from lalr_core import channel_masks
-from lalr_core import prune_experiments as px
-from lalr_core.experiments import chapter_settings
-from lalr_core.models import build_model
-from lalr_core.profiles import RunConfig
+from lalr_core.methods import channel_masks
+from lalr_core.chapters import ch02b_htsr_pruning as px
+from lalr_core.chapters import chapter_settings
+from lalr_core.core.models import build_model
+from lalr_core.core.config import RunConfig
 
 PROFILES = ("smoke", "quick", "paper")
 
@@ -177,10 +177,10 @@ def test_bad_settings_fail_before_any_compute(bad, match):
 
 
 def test_slimmed_remaining_rebuilds_the_runs_start(tmp_path, monkeypatch):
-    from lalr_core.channel_masks import prune_channels, slimmed_parameters
-    from lalr_core.experiments import train_runs
-    from lalr_core.runs import ROOT_ENV
-    from lalr_core.train import initial_model
+    from lalr_core.methods.channel_masks import prune_channels, slimmed_parameters
+    from lalr_core.core.units import train_runs
+    from lalr_core.core.runs import ROOT_ENV
+    from lalr_core.core.train import initial_model
 
     monkeypatch.setenv(ROOT_ENV, str(tmp_path / "runs"))
     pre = RunConfig(dataset="digits", n_train=64, n_test=32, model="densenet10_mini",

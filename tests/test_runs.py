@@ -1,4 +1,4 @@
-"""Tests of `lalr_core.runs`: keys, cache entries, atomic writes, corruption and sweeps.
+"""Tests of `lalr_core.core.runs`: keys, cache entries, atomic writes, corruption and sweeps.
 
 Oracles are explicit: hand-written canonical JSON for the key, marker files counting how many
 times a unit really ran (they work across processes), and exact equality of read-back results.
@@ -22,8 +22,8 @@ import pytest
 import torch
 
 import lalr_core
-from lalr_core import runs
-from lalr_core.runs import RunCache, cached, param_hash, sweep
+from lalr_core.core import atomic_io, code_hash, runs
+from lalr_core.core.runs import RunCache, cached, param_hash, sweep
 
 # ---------------------------------------------------------------- module-level units
 # Spawned worker processes import this module to unpickle these functions.
@@ -184,7 +184,7 @@ def test_corrupt_entry_is_recomputed_and_repaired(cache, tmp_path, damage):
     assert numbers(result) == (3, 9, [0, 1, 2, 3]) and calls(tmp_path / "marks") == 2
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        assert numbers(cache.get("sq", params)) == (3, 9, [0, 1, 2, 3])
+        assert numbers(cache.get("sq", params, fn=square_unit)) == (3, 9, [0, 1, 2, 3])
 
 
 def test_failing_fn_stores_nothing(cache):
@@ -193,35 +193,36 @@ def test_failing_fn_stores_nothing(cache):
 
     with pytest.raises(ZeroDivisionError):
         cached(boom, {"a": 1}, name="x", cache=cache)
-    assert cache.lookup("x", {"a": 1}) == (False, None) and cache.entries() == []
+    assert cache.lookup("x", {"a": 1}, fn=boom) == (False, None) and cache.entries() == []
 
 
 def test_interrupted_write_leaves_no_entry(cache, tmp_path, monkeypatch):
     params = {"i": 2, "marks": str(tmp_path / "marks")}
-    real = runs._write_synced
+    real = atomic_io.write_synced
 
     def half_then_die(path, data):
         real(path, data[: len(data) // 2])
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(runs, "_write_synced", half_then_die)
+    monkeypatch.setattr(atomic_io, "write_synced", half_then_die)
     with pytest.raises(KeyboardInterrupt):
         cached(square_unit, params, name="sq", cache=cache)
     monkeypatch.undo()
-    assert cache.lookup("sq", params) == (False, None) and cache.entries() == []
+    assert cache.lookup("sq", params, fn=square_unit) == (False, None) and cache.entries() == []
     assert os.listdir(cache.root / "sq") == []  # the temporary directory was removed
     cached(square_unit, params, name="sq", cache=cache)
-    assert calls(tmp_path / "marks") == 2 and cache.get("sq", params)["sq"] == 4
+    assert calls(tmp_path / "marks") == 2
+    assert cache.get("sq", params, fn=square_unit)["sq"] == 4
 
 
 def test_killed_writer_process_leaves_no_visible_entry(cache, tmp_path):
     """A writer killed (os._exit, no cleanup) after half of result.pkl is on disk."""
     params = {"i": 5, "marks": str(tmp_path / "marks")}
     script = (
-        "import os, sys; from lalr_core import runs\n"
+        "import os, sys; from lalr_core.core import atomic_io, runs\n"
         "def die(path, data):\n"
         "    open(path, 'wb').write(data[: len(data) // 2]); os._exit(9)\n"
-        "runs._write_synced = die\n"
+        "atomic_io.write_synced = die\n"
         f"runs.RunCache({str(cache.root)!r}, version='test-1').put('sq', {params!r}, "
         "{'big': list(range(1000))})\n"
     )
@@ -236,12 +237,12 @@ def test_killed_writer_process_leaves_no_visible_entry(cache, tmp_path):
 
 
 def test_checkpoint_dir_is_hidden_and_cleared_on_put(cache):
-    ckpt = cache.checkpoint_dir("train", {"seed": 1})
+    ckpt = cache.checkpoint_dir("ck", {"seed": 1})
     (ckpt / "step100.pt").write_bytes(b"x")
-    assert ckpt.parent == cache.root / "train" and ckpt.name.startswith(".")
-    assert cache.entries() == [] and cache.get("train", {"seed": 1}) is None
-    cache.put("train", {"seed": 1}, {"done": True})
-    assert not ckpt.exists() and cache.get("train", {"seed": 1}) == {"done": True}
+    assert ckpt.parent == cache.root / "ck" and ckpt.name.startswith(".")
+    assert cache.entries() == [] and cache.get("ck", {"seed": 1}) is None
+    cache.put("ck", {"seed": 1}, {"done": True})
+    assert not ckpt.exists() and cache.get("ck", {"seed": 1}) == {"done": True}
 
 
 def test_default_root(monkeypatch, tmp_path):
@@ -266,7 +267,8 @@ def test_sweep_killed_part_way_resumes(cache, tmp_path):
     (tmp_path / "armed").touch()
     with pytest.raises(RuntimeError, match="unit 3"):
         sweep(square_unit, grid, name="sw", cache=cache, progress=False)
-    assert [cache.get("sw", p) is not None for p in grid] == [True] * k + [False] * (6 - k)
+    done = [cache.get("sw", p, fn=square_unit) is not None for p in grid]
+    assert done == [True] * k + [False] * (6 - k)
     (tmp_path / "armed").unlink()
     out = sweep(square_unit, grid, name="sw", cache=cache, progress=False)
     assert [numbers(r)[:2] for r in out] == [(i, i * i) for i in range(6)]
@@ -340,3 +342,143 @@ def test_ray_executor_with_fake_ray(cache, tmp_path, monkeypatch):
     assert [r["sq"] for r in out] == [0, 1, 4] and calls(tmp_path / "marks") == 3
     assert seen == {"num_cpus": 1, "num_gpus": 0.5, "init": True}
     assert len(cache.entries("r")) == 3
+
+
+# ---------------------------------------------------------------- code fingerprints in the key
+
+UNIT_SOURCE = '''
+"""A unit in its own module, so the test can edit the code it was computed by."""
+
+
+def unit(params):
+    """Docstring."""
+    marks = __import__("pathlib").Path(params["marks"])
+    marks.mkdir(parents=True, exist_ok=True)
+    (marks / f"{params['i']}-{__import__('uuid').uuid4().hex}").touch()
+    return params["i"] * 10  # the result
+'''
+
+
+@pytest.fixture
+def unit_module(tmp_path, monkeypatch):
+    """A fresh importable module ``<name>`` holding ``unit``; returns (module, its file)."""
+    name = f"unit_{uuid.uuid4().hex[:8]}"
+    path = tmp_path / "mods" / f"{name}.py"
+    path.parent.mkdir()
+    path.write_text(UNIT_SOURCE)
+    monkeypatch.syspath_prepend(str(path.parent))
+    module = __import__(name)
+    code_hash.clear_cache()
+    yield module, path
+    code_hash.clear_cache()
+    sys.modules.pop(name, None)
+
+
+def test_key_includes_the_units_code(cache, tmp_path):
+    params = {"i": 2, "marks": str(tmp_path / "marks")}
+    path = cache.put("sq", params, {"x": 1}, fn=square_unit)
+    fingerprint = code_hash.code_fingerprint([__name__])
+    assert path.name == param_hash(params, version="test-1", code=fingerprint)
+    assert path.name != param_hash(params, version="test-1")  # the plain (code-less) key
+    assert path.name == cache.key(params, fn=square_unit) == cache.key(params, name="sq",
+                                                                       fn=square_unit)
+    meta = json.loads((path / "meta.json").read_text())
+    assert meta["code_fingerprint"] == fingerprint and meta["code_modules"] == [__name__]
+    assert meta["param_hash"] == param_hash(params, version="test-1")  # = a figure sidecar's
+    assert meta["code_closure"] == code_hash.module_closure([__name__])
+    assert {"lalr_core.core.runs", "lalr_core.core.code_hash"} <= set(meta["code_closure"])
+    payload = {"code": fingerprint, "params": {"i": 2, "marks": params["marks"]},
+               "version": "test-1"}
+    text = json.dumps(payload, sort_keys=True, separators=(",", ":"))
+    assert path.name == hashlib.sha256(text.encode()).hexdigest()[:16]
+    assert cache.lookup("sq", params) == (False, None)  # without fn: the code-less key
+    assert cache.lookup("sq", params, fn=square_unit) == (True, {"x": 1})
+
+
+def test_cached_recomputes_after_a_code_edit_not_a_comment_edit(cache, tmp_path, unit_module):
+    module, source = unit_module
+    params = {"i": 3, "marks": str(tmp_path / "marks")}
+    assert cached(module.unit, params, name="u", cache=cache) == 30
+    source.write_text(source.read_text().replace("Docstring.", "A new docstring.")
+                      .replace("# the result", "# the result, times ten"))
+    code_hash.clear_cache()  # a new process would read the file afresh
+    assert cached(module.unit, params, name="u", cache=cache) == 30
+    assert calls(tmp_path / "marks") == 1
+    source.write_text(source.read_text().replace('params["i"] * 10', 'params["i"] * 100'))
+    code_hash.clear_cache()
+    cached(module.unit, params, name="u", cache=cache)
+    assert calls(tmp_path / "marks") == 2  # computed again (by the code imported: 30)
+    metas = cache.entries("u")
+    assert len(metas) == 2 and metas[0]["code_fingerprint"] != metas[1]["code_fingerprint"]
+    assert {m["param_hash"] for m in metas} == {param_hash(params, version="test-1")}
+
+
+def test_sweep_keys_by_code_and_code_modules(cache, tmp_path, unit_module):
+    module, _ = unit_module
+    module.unit.code_modules = lambda p: ["lalr_core.core.layers"] if p["i"] else []
+    grid = _grid(tmp_path, 2)
+    assert sweep(module.unit, grid, name="u", cache=cache, progress=False) == [0, 10]
+    by_i = {m["params"]["i"]: m for m in cache.entries("u")}
+    assert by_i[0]["code_modules"] == [module.__name__]
+    assert by_i[1]["code_modules"] == sorted([module.__name__, "lalr_core.core.layers"])
+    assert "lalr_core.core.layers" in by_i[1]["code_closure"]
+    assert "lalr_core.core.layers" not in by_i[0]["code_closure"]
+    assert sweep(module.unit, grid, name="u", cache=cache, progress=False) == [0, 10]
+    assert calls(tmp_path / "marks") == 2  # all reused
+    module.unit.code_modules = lambda p: ["lalr_core.core.registry"] if p["i"] else []
+    sweep(module.unit, grid, name="u", cache=cache, progress=False)
+    assert [calls(tmp_path / "marks", i) for i in (0, 1)] == [1, 2]  # only unit 1 changed
+    module.unit.code_modules = lambda p: p["missing"]
+    with pytest.raises(ValueError, match="code_modules"):
+        sweep(module.unit, grid, name="u", cache=cache, progress=False)
+    module.unit.code_modules = lambda p: "lalr_core.core.layers"
+    with pytest.raises(ValueError, match="module names"):
+        sweep(module.unit, grid, name="u", cache=cache, progress=False)
+
+
+def test_checkpoint_dir_inside_a_unit_shares_its_key(cache):
+    seen = {}
+
+    def unit(params):  # like a notebook's unit asking for its checkpoint dir by name only
+        seen["ckpt"] = cache.checkpoint_dir("ck", params)
+        return "done"
+
+    assert cached(unit, {"a": 1}, name="ck", cache=cache) == "done"
+    assert seen["ckpt"].name == f".ckpt-{cache.key({'a': 1}, fn=unit)}"
+    assert not seen["ckpt"].exists()  # removed when the result was put
+    assert cache.checkpoint_dir("ck", {"a": 1}).name == f".ckpt-{cache.key({'a': 1})}"
+
+
+def test_registered_family_keys_without_fn(cache, tmp_path):
+    def unit(params):
+        return params["a"]
+
+    runs.register_unit("fam_test")(unit)
+    try:
+        with pytest.raises(ValueError, match="already"):
+            runs.register_unit("fam_test")(square_unit)
+        assert cached(unit, {"a": 5}, name="fam_test", cache=cache) == 5
+        assert cache.lookup("fam_test", {"a": 5}) == (True, 5)  # no fn: the family's
+        assert cache.path("fam_test", {"a": 5}) == cache.path("fam_test", {"a": 5}, fn=unit)
+        put = cache.put("fam_test", {"a": 6}, 6)
+        assert put.name == cache.key({"a": 6}, fn=unit)
+    finally:
+        runs._FAMILIES.pop("fam_test")
+
+
+def test_pretrained_weights_reads_what_the_training_unit_stored(tmp_path, monkeypatch):
+    from lalr_core.core.callbacks import pretrained_weights
+    from lalr_core.core.config import RunConfig
+    from lalr_core.core.units import train_unit
+
+    monkeypatch.setenv(runs.ROOT_ENV, str(tmp_path / "runs"))
+    spec = {"run": RunConfig(seed=7).key(), "callbacks": {"weights": {}}}
+    weights = {"w": torch.arange(3.0)}
+    stored = RunCache().put("train", spec, {"callbacks": {"weights": weights}}, fn=train_unit)
+    assert stored == RunCache().path("train", spec)  # "train" is train_unit's family
+    assert stored.name != param_hash(spec)  # the key has a code part
+    assert torch.equal(pretrained_weights(spec)["w"], weights["w"])
+    other = {"run": RunConfig(seed=8).key(), "callbacks": {"weights": {}}}
+    RunCache().put("train", other, {"callbacks": {"weights": weights}}, fn=square_unit)
+    with pytest.raises(LookupError, match="not in the cache"):  # stored by other code
+        pretrained_weights(other)

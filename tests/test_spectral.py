@@ -9,7 +9,7 @@ import torch
 from scipy import integrate
 from torch import nn
 
-from lalr_core.spectral import (
+from lalr_core.methods.spectral import (
     alphas,
     esd,
     esds,
@@ -111,17 +111,31 @@ def test_esd_of_conv_kernel_flatten_and_slices():
     torch.testing.assert_close(esd(sl), torch.sort(pooled).values, rtol=1e-9, atol=1e-12)
 
 
-def test_esds_batched_equals_per_layer():
+@pytest.mark.parametrize("conv", ["flatten", "slices"])
+def test_esds_batched_equals_per_layer(conv):
     torch.manual_seed(0)
     model = nn.Sequential(nn.Conv2d(3, 8, 3), nn.Conv2d(8, 8, 3), nn.Conv2d(8, 8, 3),
                           nn.Flatten(), nn.Linear(20, 8), nn.Linear(8, 8), nn.Linear(8, 8))
-    mats = layer_matrices(model)
-    batched = esds(model)
+    mats = layer_matrices(model, conv=conv)
+    batched = esds(model, conv=conv)
     assert list(batched) == list(mats) == ["0", "1", "2", "4", "5", "6"]
     for name, W in mats.items():
         torch.testing.assert_close(batched[name], esd(W))
-    df = alphas(model, xmin="median")
+    df = alphas(model, xmin="median", conv=conv)
     assert list(df.index) == list(mats) and np.isfinite(df["alpha"]).all()
+
+
+def test_default_conv_is_tempbalance_and_weightwatcher_kernel_slices():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(3, 8, 3), nn.Conv2d(8, 6, 3), nn.Flatten(), nn.Linear(24, 5))
+    mats, sl = layer_matrices(model), layer_matrices(model, conv="slices")
+    assert [tuple(W.shape) for W in mats.values()] == [(9, 8, 3), (9, 6, 8), (5, 24)]
+    assert all(torch.equal(mats[k], sl[k]) for k in sl)
+    for k, lam in esds(model).items():
+        assert torch.equal(lam, esds(model, conv="slices")[k])
+    assert alphas(model).equals(alphas(model, conv="slices"))
+    assert htsr_metrics(model).equals(htsr_metrics(model, conv="slices"))
+    assert not alphas(model).equals(alphas(model, conv="flatten"))
 
 
 # ---------------------------------------------------------------- Marchenko-Pastur
@@ -182,10 +196,11 @@ def test_entropy_limits_and_rand_distance_of_random_matrix():
     assert rand_distance(iid) < rand_distance(low_rank)
 
 
-def test_htsr_metrics_on_model_has_all_columns():
+@pytest.mark.parametrize("conv", ["flatten", "slices"])
+def test_htsr_metrics_on_model_has_all_columns(conv):
     torch.manual_seed(0)
     model = nn.Sequential(nn.Conv2d(3, 16, 3), nn.Flatten(), nn.Linear(64, 32))
-    df = htsr_metrics(model, xmin="ks")
+    df = htsr_metrics(model, xmin="ks", conv=conv)
     cols = {"alpha", "rand_distance", "stable_rank", "entropy", "norm", "log_norm",
             "log_frobenius_norm", "spectral_norm", "log_spectral_norm", "alpha_weighted",
             "log_alpha_norm"}
@@ -274,3 +289,69 @@ def test_fit_alpha_of_pruned_matrix_equals_matrix_without_zero_rows(xmin):
     assert fp["n_tail"] == fk["n_tail"]
     assert fp["alpha"] == pytest.approx(fk["alpha"], rel=1e-9)
     assert fp["xmin"] == pytest.approx(fk["xmin"], rel=1e-9)
+    # TempBalance's count (eig_floor=None) keeps the 7 zeros in the median rule's N = 48
+    tb = fit_alpha(lam_p, xmin, eig_floor=None)
+    assert tb["n_tail"] == (48 - 48 // 2 if xmin == "median" else fp["n_tail"])
+
+
+# ----------------------------------------------------------------------------- median-rule count
+# TempBalance's convention (YefanZhou/TempBalance tempbalance.py `net_esd_estimator`,
+# pl_fitting="median", default filter_zeros=False): N = every eigenvalue of the layer, zeros
+# included; x_min = eigs[int(N / xmin_pos)]; alpha = 1 + n / (sum log eigs[i:] - n log x_min).
+
+def _tempbalance_median(eigs, xmin_pos=2):
+    """TempBalance's median-rule estimator restated literally in numpy (the oracle)."""
+    eigs = np.sort(np.asarray(eigs, dtype=np.float64))
+    N = len(eigs)
+    i = int(N / xmin_pos)
+    n = float(N - i)
+    with np.errstate(divide="ignore", invalid="ignore"):   # entries below x_min are not used
+        log_eigs = np.log(eigs)
+    return 1 + n / (np.sum(log_eigs[i:]) - n * log_eigs[i]), eigs[i], N - i
+
+
+def _rank10():
+    g = np.random.default_rng(1)
+    return g.standard_normal((200, 10)) @ g.standard_normal((10, 150))      # 200 x 150, rank 10
+
+
+def test_median_rule_with_tempbalance_count_matches_tempbalance_on_rank_10_matrix():
+    W = _rank10()
+    lam = np.linalg.eigvalsh(W.T @ W)       # 150 eigenvalues of W^T W, 140 of them rounding
+    assert np.linalg.matrix_rank(W) == 10 and lam.shape == (150,)
+    assert 0 < np.count_nonzero(lam <= 0) < 75 and lam[75] > 0   # x_min lies in the noise
+    want, want_xmin, want_n = _tempbalance_median(lam)
+    got = fit_alpha(torch.from_numpy(lam), "median", eig_floor=None)
+    assert got["n_tail"] == want_n == 75 and got["xmin"] == pytest.approx(want_xmin, rel=1e-12)
+    assert got["alpha"] == pytest.approx(want, rel=1e-12)
+    # the default count drops the eigenvalues <= 0 first, so N is smaller
+    assert fit_alpha(torch.from_numpy(lam), "median")["n_tail"] < 75
+
+
+def test_median_rule_on_exact_zeros_of_esd_tempbalance_count_gives_the_limit_alpha_1():
+    W = _rank10()
+    lam = esd(torch.from_numpy(W))
+    assert lam.numel() == 150 and int((lam == 0).sum()) == 140
+    # the default (eig_floor=0) counts the 10 non-zero eigenvalues: a 5-value tail
+    assert fit_alpha(lam, "median")["n_tail"] == 5
+    tb = fit_alpha(lam, "median", eig_floor=None)
+    assert tb == {"alpha": 1.0, "xmin": 0.0, "n_tail": 75, "ks_distance": 1.0}
+    assert alphas({"w": torch.from_numpy(W)}, eig_floor=None).loc["w", "alpha"] == 1.0
+    # TempBalance's own value reads the rounding noise at x_min: near 1, nearer for less noise
+    a64 = _tempbalance_median(np.linalg.svd(W, compute_uv=False) ** 2)[0]
+    a32 = _tempbalance_median(np.linalg.svd(W.astype(np.float32), compute_uv=False)
+                              .astype(np.float64) ** 2)[0]
+    assert 1.0 < a64 < a32 < 1.25
+
+
+def test_full_rank_alpha_is_unchanged_and_equal_under_both_counts():
+    W = torch.from_numpy(np.random.default_rng(7).standard_normal((200, 150)))
+    lam = esd(W)
+    assert (lam > 0).all()
+    old = fit_alpha(lam, "median")
+    # `fit_alpha(esd(W))["alpha"]` of this W computed by the code before the eig_floor=None
+    # option existed (lalr_core.methods.spectral, one thread), hard-coded: must not move
+    assert old["alpha"] == 2.352717030486675 and old["n_tail"] == 75
+    assert fit_alpha(lam, "median", eig_floor=None) == old                 # bit-identical
+    assert alphas({"w": W}, eig_floor=None).loc["w", "alpha"] == old["alpha"]
+    assert old["alpha"] == pytest.approx(_tempbalance_median(lam.numpy())[0], rel=1e-12)

@@ -1,13 +1,13 @@
-"""Chapter 02 profile table, run builders and summaries (lalr_core.tb_experiments)."""
+"""Chapter 02 profile table, run builders and summaries (lalr_core.chapters.ch02_tempbalance)."""
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from lalr_core import tb_experiments as tb
-from lalr_core.experiments import chapter_settings
-from lalr_core.profiles import RunConfig
-from lalr_core.tempbalance import allocate
+from lalr_core.chapters import ch02_tempbalance as tb
+from lalr_core.chapters import chapter_settings
+from lalr_core.core.config import RunConfig
+from lalr_core.methods.tempbalance import allocate
 
 
 @pytest.mark.parametrize("profile", ["smoke", "quick", "paper"])

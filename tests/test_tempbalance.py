@@ -8,8 +8,8 @@ import pytest
 import torch
 from torch import nn
 
-from lalr_core.models import build_model
-from lalr_core.tempbalance import (
+from lalr_core.core.models import build_model
+from lalr_core.methods.tempbalance import (
     SCHEMES,
     SUM_PRESERVING,
     LayerLR,

@@ -5,9 +5,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from lalr_core.models import build_model
-from lalr_core.profiles import OMIT_AT_DEFAULT, RunConfig
-from lalr_core.train import make_optimizer, train
+from lalr_core.core.models import build_model
+from lalr_core.core.config import RunConfig
+from lalr_core.core.train import make_optimizer, train
+from lalr_core.methods.tempbalance_callback import TempBalance
 
 TINY = dict(dataset="fashion_mnist", synthetic=True, n_train=64, n_val=16, n_test=16,
             model="basic_cnn", batch_size=16, epochs=2, device="cpu")
@@ -38,33 +39,40 @@ class GroupLRs:
         pass
 
 
-def test_key_omits_new_fields_at_their_defaults():
-    key = RunConfig(**TINY).key()
-    assert not set(OMIT_AT_DEFAULT) & set(key)
-    assert RunConfig(**key) == RunConfig(**TINY)  # a key still rebuilds its config
-    tb = RunConfig(**TINY, layer_lr="tb_linear", layer_lr_params=(("lr_min_ratio", 0.4),),
-                   alpha_xmin="ks").key()
-    assert set(OMIT_AT_DEFAULT) - {"augmix"} <= set(tb)
-    assert RunConfig(**{**TINY, "augment": True}, augmix=True).key()["augmix"] is True
-    assert tb["layer_lr_params"] == (("lr_min_ratio", 0.4),)
-    assert RunConfig(**TINY, layer_lr="tb_linear").key()["layer_lr"] == "tb_linear"
+def test_key_rebuilds_the_config_with_its_methods():
+    cfg = RunConfig(**TINY, methods=(TempBalance("tb_linear", (("lr_min_ratio", 0.4),), "ks"),))
+    key = cfg.key()
+    assert key["methods"] == [{"kind": "tempbalance", "scheme": "tb_linear",
+                               "params": (("lr_min_ratio", 0.4),), "xmin": "ks",
+                               "min_eigs": 0}]
+    assert RunConfig(**key) == cfg and hash(RunConfig(**key)) == hash(cfg)
+    assert RunConfig(**TINY).key()["methods"] == []
 
 
 @pytest.mark.parametrize("bad, match", [
-    (dict(layer_lr="tb_quadratic"), "tb_quadratic"),
-    (dict(alpha_xmin="mean"), "mean"),
-    (dict(layer_lr="tb_linear", layer_lr_params=(("lr_mid_ratio", 1.0),)), "lr_mid_ratio"),
-    (dict(layer_lr_params=(("lr_min_ratio", 0.5),)), "none"),
-    (dict(layer_lr="tb_linear", layer_lr_params=(1, 2)), "pairs"),
+    (dict(scheme="tb_quadratic"), "tb_quadratic"),
+    (dict(xmin="mean"), "mean"),
+    (dict(scheme="tb_linear", params=(("lr_mid_ratio", 1.0),)), "lr_mid_ratio"),
+    (dict(scheme="tb_linear", params=(1, 2)), "pairs"),
 ])
-def test_bad_layer_lr_fields_raise(bad, match):
+def test_bad_tempbalance_settings_raise(bad, match):
     with pytest.raises(ValueError, match=match):
-        RunConfig(**TINY, **bad)
+        RunConfig(**TINY, methods=(TempBalance(**bad),))
+
+
+def test_bad_methods_raise():
+    with pytest.raises(ValueError, match="unknown method 'lalr9'"):
+        RunConfig(**TINY, methods=({"kind": "lalr9"},))
+    with pytest.raises(ValueError, match="once"):
+        RunConfig(**TINY, methods=(TempBalance(), TempBalance("eq2.13")))
+    with pytest.raises(ValueError, match="tuple of MethodConfig"):
+        RunConfig(**TINY, methods=TempBalance())
 
 
 def test_lists_become_hashable_tuples():
-    cfg = RunConfig(**TINY, layer_lr="tb_linear", layer_lr_params=[["lr_max_ratio", 2.0]])
-    assert cfg.layer_lr_params == (("lr_max_ratio", 2.0),) and hash(cfg)
+    cfg = RunConfig(**TINY, methods=[TempBalance("tb_linear", [["lr_max_ratio", 2.0]])])
+    assert cfg.method("tempbalance").params == (("lr_max_ratio", 2.0),) and hash(cfg)
+    assert TempBalance("tb_linear", {"lr_max_ratio": 2.0}) == cfg.method("tempbalance")
 
 
 def test_default_config_has_one_group_without_lr_scale():
@@ -77,7 +85,7 @@ def test_default_config_has_one_group_without_lr_scale():
 
 
 def test_layer_groups_skip_stem_and_classifier():
-    cfg = RunConfig(**TINY, layer_lr="tb_linear")
+    cfg = RunConfig(**TINY, methods=(TempBalance(),))
     model = build_model("basic_cnn", in_channels=1, num_classes=10, image_size=28)
     groups = make_optimizer(cfg, model).param_groups
     assert [g["layer"] for g in groups] == ["conv2", "conv3", None]
@@ -85,7 +93,8 @@ def test_layer_groups_skip_stem_and_classifier():
 
 
 def test_tb_linear_run_allocates_from_alphas_every_epoch():
-    cfg = RunConfig(**{**TINY, "epochs": 3}, layer_lr="tb_linear", lr=0.05, schedule="cosine")
+    cfg = RunConfig(**{**TINY, "epochs": 3}, methods=(TempBalance(),), lr=0.05,
+                    schedule="cosine")
     probe = GroupLRs()
     out = train(cfg, callbacks=[probe], progress=False)
     tb = out["callbacks"]["tempbalance"]
@@ -107,8 +116,8 @@ def test_tb_linear_run_allocates_from_alphas_every_epoch():
 
 
 def test_layer_lr_params_and_resume(tmp_path):
-    cfg = RunConfig(**{**TINY, "epochs": 3}, layer_lr="tb_linear",
-                    layer_lr_params=(("lr_min_ratio", 0.8), ("lr_max_ratio", 1.2)))
+    cfg = RunConfig(**{**TINY, "epochs": 3}, methods=(
+        TempBalance("tb_linear", (("lr_min_ratio", 0.8), ("lr_max_ratio", 1.2))),))
     full = train(cfg, progress=False)
     tb = full["callbacks"]["tempbalance"]
     assert sorted(tb["lr_scale"].unique()) == pytest.approx([0.8, 1.2])
@@ -118,3 +127,26 @@ def test_layer_lr_params_and_resume(tmp_path):
     pd.testing.assert_frame_equal(resumed["callbacks"]["tempbalance"], tb)
     pd.testing.assert_frame_equal(resumed["history"].drop(columns="time_s"),
                                   full["history"].drop(columns="time_s"))
+
+
+def test_one_output_head_and_small_layers_do_not_stop_tempbalance():
+    """The skipped classifier is never fitted (a 1-output head has one eigenvalue), and a layer
+    under min_eigs keeps lr_t with a NaN alpha, the others are allocated among themselves."""
+    from lalr_core.methods.tempbalance_callback import TempBalanceCallback
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(20, 30), torch.nn.Linear(30, 30),
+                              torch.nn.Linear(30, 4), torch.nn.Linear(4, 1))
+    cfg = RunConfig(**TINY, methods=(TempBalance("eq2.13"),))
+    opt = make_optimizer(cfg, net)
+    assert [g["layer"] for g in opt.param_groups] == ["1", "2", None]
+    cb = TempBalanceCallback("eq2.13", min_eigs=10)
+    cb.on_optimizer(opt)
+    cb.on_train_start(net)  # raised "need >= 2 eigenvalues" when every layer was fitted
+    rows = cb.result().set_index("layer")
+    assert np.isnan(rows.loc["2", "alpha"]) and rows.loc["2", "lr_scale"] == 1.0
+    assert np.isfinite(rows.loc["1", "alpha"]) and rows.loc["1", "lr_scale"] == pytest.approx(1.0)
+    full = TempBalanceCallback("eq2.13")
+    full.on_optimizer(opt)
+    full.on_train_start(net)
+    assert np.isfinite(full.result()["alpha"]).all()

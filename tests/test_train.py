@@ -8,11 +8,11 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from lalr_core.data import load_data
-from lalr_core.models import build_model
-from lalr_core.profiles import RunConfig
-from lalr_core.train import lr_factor, train
-from lalr_core.trajectory import TrajectoryCallback
+from lalr_core.core.data import load_data
+from lalr_core.core.models import build_model
+from lalr_core.core.config import RunConfig
+from lalr_core.core.train import lr_factor, train
+from lalr_core.methods.trajectory import TrajectoryCallback
 
 TINY = dict(dataset="fashion_mnist", synthetic=True, n_train=64, n_val=16, n_test=16, model="mlp",
             batch_size=16, epochs=3, device="cpu", eval_batch_size=32)

@@ -1,4 +1,4 @@
-"""Tests of lalr_core.trajectory against closed forms, brute force and Monte Carlo (seed 004
+"""Tests of lalr_core.methods.trajectory against closed forms, brute force and Monte Carlo (seed 004
 sec. 3.2, App. A, listings C.2-C.4). All simulations are seeded; tolerances are in standard
 errors (SE) computed from the thesis's own variance lemmas."""
 
@@ -9,7 +9,7 @@ import pytest
 import torch
 from scipy import stats
 
-from lalr_core import trajectory as tj
+from lalr_core.methods import trajectory as tj
 
 
 # ----------------------------------------------------------------------------- helpers

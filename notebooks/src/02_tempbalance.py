@@ -1,3 +1,18 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,src//py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
 # %% [markdown]
 # # 02 · TempBalance: layer-wise learning rates from the spectra of the weights
 #
@@ -13,10 +28,10 @@
 # **Method.** Every epoch, for every layer weight matrix, the empirical spectral density (ESD,
 # eq. 1.5) of $W^\top W$ is fitted by a power law $p(\lambda)\propto\lambda^{-\alpha}$ above
 # $x_{\min}$ with the MLE $\hat\alpha = 1 + n/\sum_i\ln(\lambda_i/x_{\min})$ (eq. 1.9,
-# `lalr_core.spectral`). An allocation scheme maps the α's to per-layer learning rates around
+# `lalr_core.methods.spectral`). An allocation scheme maps the α's to per-layer learning rates around
 # the cosine schedule $\text{lr}_t$ of eq. 2.12; eq. 2.13 (and 2.16–2.19) are *weighted
 # probabilities* $\text{lr}_{t,i} = \text{lr}_t\, n\, g(\alpha_{t,i}) / \sum_j g(\alpha_{t,j})$,
-# so the mean learning rate stays $\text{lr}_t$ (`lalr_core.tempbalance`, applied in the
+# so the mean learning rate stays $\text{lr}_t$ (`lalr_core.methods.tempbalance`, applied in the
 # training loop by `TempBalanceCallback` through per-layer parameter groups).
 #
 # **What this notebook regenerates.** Fig 1.3 (redrawn from our own matrices; figs 1.1–1.2 are
@@ -42,11 +57,11 @@
 # 2.12 is implemented literally, $\text{lr}_t = \tfrac{\text{lr}_0}{2}(1+\cos\tfrac{(t+1)\pi}{T})$
 # (A-5); TempBalance's code runs one epoch behind it: `overrides={"schedule": "cosine_tb"}`. (vi) Eq. 2.27 lacks the normalisation its text asks for; eq. 2.29 can give negative
 # "probabilities"; eq. 2.20 prints descending exponents; the EMG allocation has no rule: we use
-# the digest's A-6, A-7, A-9 choices (`lalr_core.tempbalance` docstrings). (vii) Batch size,
+# the digest's A-6, A-7, A-9 choices (`lalr_core.methods.tempbalance` docstrings). (vii) Batch size,
 # momentum, weight decay, augmentation and seeds are not stated (A-16): TempBalance's code
 # values (batch 128, momentum 0.9, wd 5e-4, crop + flip; quick: batch 64).
 
-# %%
+# %% tags=["parameters"]
 # parameters
 profile = "smoke"   # smoke | quick | paper
 overrides = {}      # any setting of the chapter's profile table, e.g. {"seeds": 3}
@@ -57,15 +72,16 @@ import numpy as np
 import pandas as pd
 import torch
 
-from lalr_core import spectral
-from lalr_core import tb_experiments as tb
-from lalr_core.cka import cka_matrix, collect_activations
-from lalr_core.data import load_data
-from lalr_core.experiments import chapter_settings, train_runs
-from lalr_core.figures import FigureWriter, set_style
-from lalr_core.provenance import repo_root
-from lalr_core.tempbalance import allocate
-from lalr_core.train import initial_model, run_model
+from lalr_core.methods import spectral
+from lalr_core.chapters import ch02_tempbalance as tb
+from lalr_core.methods.cka import cka_matrix, collect_activations
+from lalr_core.core.data import load_data
+from lalr_core.chapters import chapter_settings
+from lalr_core.core.units import train_runs
+from lalr_core.core.figures import FigureWriter, set_style
+from lalr_core.core.provenance import repo_root
+from lalr_core.methods.tempbalance import allocate
+from lalr_core.core.train import initial_model, run_model
 
 S = chapter_settings("02", profile, overrides)   # validated before any compute
 TIE = 1e-6   # accuracy differences are multiples of 1/450 (or /n_test); below this = equal
@@ -249,6 +265,7 @@ out.check("fig2.2", "first-third vs last-third CKA is lower with the alpha alloc
           detail=f"std over {S['cka_batches']} random batches of {S['cka_batch_size']}: "
                  + ", ".join(f"{a} {v:.3f}" for a, v in batch_sd.items()))
 pd.DataFrame(contrast).T.assign(batch_to_batch_sd=pd.Series(batch_sd)).round(3)
+
 
 # %% [markdown]
 # ## Fig 2.3 · four maps of α to learning rates

@@ -1,3 +1,18 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,src//py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
 # %% [markdown]
 # # 02b · HT-SR metrics as channel-pruning budgets, and layer-wise lrs after pruning
 #
@@ -18,7 +33,7 @@
 # than over-prune"), mask the lowest-scoring output channels (ME-Prune's eq. 3.1 scores; within a
 # layer the ranking equals filter L1, digest I.2.10) and finetune with lr0 0.05, cosine — with one
 # global lr or with TempBalance's eq. 2.13 α-weighted lrs (`RunConfig(layer_lr="eq2.13")`).
-# `lalr_core.prune_experiments` builds every run from the profile table; this notebook calls it
+# `lalr_core.chapters.ch02b_htsr_pruning` builds every run from the profile table; this notebook calls it
 # and plots.
 #
 # **Profiles.** `smoke` (default; seconds, CI); `quick` = the digest's I.5 reductions on the
@@ -51,7 +66,7 @@
 # (ix) The digest's E-3.2 upsamples digits to 16×16×3 (crop pad 2); we use the collection's 8×8
 # grey digits and the reduced zoo built for them (crop pad 1), for every item.
 
-# %%
+# %% tags=["parameters"]
 # parameters
 profile = "smoke"   # smoke | quick | paper
 overrides = {}      # any setting of the chapter's profile table, e.g. {"f33_epochs": 3}
@@ -61,9 +76,10 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from lalr_core import prune_experiments as px
-from lalr_core.experiments import chapter_settings, train_runs
-from lalr_core.figures import FigureWriter, set_style
+from lalr_core.chapters import ch02b_htsr_pruning as px
+from lalr_core.chapters import chapter_settings
+from lalr_core.core.units import train_runs
+from lalr_core.core.figures import FigureWriter, set_style
 from IPython.display import display
 
 S = chapter_settings("02b", profile, overrides)   # validated before any compute

@@ -1,3 +1,18 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,src//py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
 # %% [markdown]
 # # 04 · Directedness of optimisation trajectories
 #
@@ -19,7 +34,7 @@
 # training runs (SGDM and Adam), figs 3.7, 3.12, 3.17, 3.18, 3.19. Every figure states the
 # thesis's claim and ends with a check computed from our data; the verdicts go into
 # `figures/<profile>/REPORT.md`. All trajectory metrics are *streamed* during training
-# (`lalr_core.trajectory.PathMetrics`): only the step norms and a ring buffer of the last N+1
+# (`lalr_core.methods.trajectory.PathMetrics`): only the step norms and a ring buffer of the last N+1
 # parameter vectors are kept, never the whole trajectory.
 #
 # **Profiles.** `smoke` (default; synthetic data, seconds), `quick` (Fashion-MNIST, a reduced
@@ -27,7 +42,7 @@
 # batch 1024, 200 epochs; ≈ 1 GPU-hour per optimiser). Run with
 # `papermill 04_directedness.ipynb out.ipynb -p profile quick` or `make figures CHAPTERS=04`.
 
-# %%
+# %% tags=["parameters"]
 # parameters
 profile = "smoke"   # smoke | quick | paper
 overrides = {}      # any setting of the chapter's profile table, e.g. {"epochs": 20}
@@ -39,9 +54,11 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from lalr_core import trajectory as tj
-from lalr_core.experiments import chapter_settings, directedness_configs, train_runs
-from lalr_core.figures import FigureWriter, bplot, set_style
+from lalr_core.methods import trajectory as tj
+from lalr_core.chapters import chapter_settings
+from lalr_core.chapters.ch04_directedness import directedness_configs
+from lalr_core.core.units import train_runs
+from lalr_core.core.figures import FigureWriter, bplot, set_style
 
 S = chapter_settings("04", profile, overrides)   # validated before any compute
 out = FigureWriter("04_directedness", profile, "04_directedness.ipynb")
@@ -54,7 +71,7 @@ pd.Series(S, dtype=object).to_frame("setting")
 #
 # The thesis draws every box plot in Tufte's minimal style: a line from the minimum to the first
 # quartile, a line from the third quartile to the maximum, a dot at the median, no box. We run
-# listing B.1 with its data and seed; `lalr_core.figures.bplot` is the style used throughout the
+# listing B.1 with its data and seed; `lalr_core.core.figures.bplot` is the style used throughout the
 # collection. *Check:* both panels show the same medians.
 
 # %%
@@ -349,6 +366,7 @@ summary = pd.DataFrame({k: {**r["final"], "diverged": r["diverged"], "parameters
                             "train time (s)": r["wall_time_s"]} for k, r in results.items()}).T
 summary
 
+
 # %% [markdown]
 # ## Figs 3.7 and 3.19 · ψ_N(t) during training
 #
@@ -383,6 +401,7 @@ for panel, name, color in (("A", "sgdm", "C0"), ("B", "adam", "C1")):
     plot_psi(ax, name, color)
     ax.set_title(f"{name.upper()}: " + rf"$\psi_{{{N}}}(t)$")
     out.savefig(fig, f"fig3.7{panel}", params=configs[name].key(), wall_time_s=results[name]["wall_time_s"])
+
 
 # %%
 def spike_gain(psi_w, drop):

@@ -1,3 +1,18 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,src//py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
 # %% [markdown]
 # # 06 · Orthogonal SGDM: orthogonalising gradients per layer
 #
@@ -12,7 +27,7 @@
 # $G_l$ with one row per filter. It is replaced by $O_l=U_lV_l^\top$ from $G_l=U_l\Sigma_lV_l^\top$,
 # the closest matrix with orthonormal rows (eq. 5.5), before *any* optimiser steps; so momentum and
 # coupled weight decay act on $O_l$, and gradient clipping acts on the raw gradients (digest G11).
-# `lalr_core.orthogonal` implements this as `orthogonalise(G, method)` (exact SVD, the source's
+# `lalr_core.methods.orthogonal` implements this as `orthogonalise(G, method)` (exact SVD, the source's
 # method, or 5 quintic Newton–Schulz steps) and the `GradientTransform` optimiser wrapper (also the
 # normalised variants N-SGDM and CN-SGDM of §5.5.3), and `LARS` for Barlow Twins.
 #
@@ -27,7 +42,7 @@
 # models, 5 runs, 100/200 epochs; the ImageNet items run when ImageNet is under the data root).
 # **At quick scale the numbers are not the source's**: the models, data and epochs are reduced,
 # so a check tests the *qualitative* claim. The source tables are shown for reference.
-
+#
 # **Source issues we resolve (stated again at the affected figure).**
 # (i) §5.4.1 says "full pre-activation" ResNets, but its footnote and code use He et al.'s
 # post-activation CIFAR ResNet with option-A shortcuts; we use the latter (digest G12).
@@ -41,7 +56,7 @@
 # ImageNet head (cross-entropy on 10 labels is nearly unaffected). (vii) The P-VAE of fig 5.9 is
 # described with a Poisson *decoder*, the cited model has Poisson *latents*; we follow the thesis.
 
-# %%
+# %% tags=["parameters"]
 # parameters
 profile = "smoke"   # smoke | quick | paper
 overrides = {}      # any setting of the chapter's profile table, e.g. {"seeds": 2}
@@ -51,13 +66,13 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from lalr_core import orth_experiments as ox
-from lalr_core.experiments import chapter_settings, train_runs
-from lalr_core.figures import FigureWriter, bplot, bplot_stats, set_style
-from lalr_core.runs import RunCache, cached, sweep
-from lalr_core.similarity import FIVE_NUMBERS, random_abs_cos_mean
-from lalr_core.trajectory import cos_threshold
-from lalr_core.unsupervised import barlow_twins_unit, vae_unit
+from lalr_core.chapters import ch06_orthogonal_sgdm as ox
+from lalr_core.chapters import chapter_settings
+from lalr_core.core.units import train_runs
+from lalr_core.core.figures import FigureWriter, bplot, bplot_stats, set_style
+from lalr_core.core.runs import cached
+from lalr_core.methods.similarity import FIVE_NUMBERS, random_abs_cos_mean
+from lalr_core.methods.trajectory import cos_threshold
 
 S = chapter_settings("06", profile, overrides)   # validated before any compute
 out = FigureWriter("06_orthogonal_sgdm", profile, "06_orthogonal_sgdm.ipynb")
@@ -122,6 +137,7 @@ out.check("table5.3", "Orth-SGDM test accuracy >= SGDM's on every model (within 
           bool((gap >= -tol).all()), ours={m: round(float(v), 2) for m, v in gap.items()},
           source="Orth - SGDM: +3.1 (BasicCNN) to +18.5 (ResNet-50) points")
 wide.round(2)
+
 
 # %% [markdown]
 # ### Figs 5.1, 5.3–5.6 and G.1 · learning curves of one run
@@ -287,26 +303,23 @@ grid.round(2)
 # *Source:* on ImageNet, ResNet-34, batch 1024, lr 1e-2, momentum 0.9, wd 5e-4, 100 epochs, the
 # validation accuracy of Orth-SGDM is above SGDM's throughout; final test 67.5 % vs 61.9 %. At
 # the paper profile this cell trains on ImageNet when it is under the data root
-# (`lalr_core.imagenet`; preprocessing: the standard torchvision recipe, digest G26). Without
+# (`lalr_core.chapters.ch06_orthogonal_sgdm.imagenet`; preprocessing: the standard torchvision recipe, digest G26). Without
 # ImageNet it says so and draws the reduced analogue: the full 60k Fashion-MNIST, one epoch,
 # BasicCNN-FM, batch 1024, validation accuracy every few steps. *Check:* the Orth curve is above
 # SGDM's at most evaluation points.
 
 # %%
-from lalr_core import imagenet
+from lalr_core.chapters.ch06_orthogonal_sgdm import imagenet
 
 on_imagenet = profile == "paper" and imagenet.imagenet_dir() is not None
-if on_imagenet:
-    def imagenet_run(p):  # cached unit, resumable from its per-epoch checkpoint
-        return imagenet.train_imagenet_classifier(p, checkpoint_dir=RunCache().checkpoint_dir("ch06_imagenet", p))
-    f57 = {v: cached(imagenet_run, dict(model="resnet34", grad_transform=v, lr=1e-2, momentum=0.9,
-                                        wd=5e-4, batch_size=1024, epochs=100, seed=0), name="ch06_imagenet")
-           for v in ("none", "orth")}
+if on_imagenet:  # cached units, resumable from their per-epoch checkpoints
+    f57 = {v: cached(imagenet.classifier_unit, dict(S["f57_imagenet"], grad_transform=v, seed=0),
+                     name="ch06_imagenet") for v in ("none", "orth")}
     xs = {v: (r["history"]["epoch"], r["history"]["val_acc"]) for v, r in f57.items()}
     xlabel = "epoch"
 else:
     if profile == "paper":
-        print("ImageNet is not under the data root (see lalr_core.imagenet.require_imagenet): "
+        print("ImageNet is not under the data root (see lalr_core.chapters.ch06_orthogonal_sgdm.imagenet.require_imagenet): "
               "fig 5.7 shows the reduced Fashion-MNIST analogue instead.")
     _, res57 = runs("fig5.7")
     xs = {v: (r["evals"]["step"], r["evals"]["val_acc"]) for v, r in zip(("none", "orth"), res57)}
@@ -327,27 +340,23 @@ out.check("fig5.7", "Orth-SGDM's validation accuracy is above SGDM's at most eva
 # not orthogonalised) the Orth-LARS loss falls faster than LARS's. Reduced (digest §6): BasicCNN
 # trunk → projector 512-256-256, views = random crop (pad 2) + Gaussian noise 0.1, λ = 5e-3,
 # batch 256, LARS (trust 1e-3, momentum 0.9, lr 0.2, wd 1.5e-6, biases/BN excluded), 3 seeds; the
-# paper-scale version is `lalr_core.imagenet.train_imagenet_barlow_twins` (ImageNet only).
+# paper-scale version is `lalr_core.chapters.ch06_orthogonal_sgdm.imagenet.train_imagenet_barlow_twins` (ImageNet only).
 # *Check:* Orth-LARS's mean loss over the first 100 steps is lower.
 
 # %%
-bt_params = [dict(dataset=S["dataset"], synthetic=S["synthetic"], n_train=S["n_train"], n_val=S["n_val"],
-                  n_test=S["n_test"], steps=S["bt_steps"], batch=S["bt_batch"], lr=0.2, momentum=0.9,
-                  wd=1.5e-6, eta=1e-3, lambd=5e-3, noise=0.1, projector=(256, 256), orth=o, seed=k)
-             for o in (False, True) for k in range(S["unsup_seeds"])]
+bt_cfgs = ox.barlow_twins_configs(S)
 if on_imagenet:  # the paper setting: ResNet-50 Barlow Twins on ImageNet, official defaults
-    def bt_imagenet(p):
-        return imagenet.train_imagenet_barlow_twins(p, checkpoint_dir=RunCache().checkpoint_dir("ch06_bt_imagenet", p))
-    loss = {o: cached(bt_imagenet, dict(grad_transform="orth" if o else "none"), name="ch06_bt_imagenet")["steps"]["loss"].to_numpy()
-            for o in (False, True)}
+    loss = {o: cached(imagenet.barlow_twins_unit, dict(grad_transform="orth" if o else "none"),
+                      name="ch06_bt_imagenet")["steps"]["loss"].to_numpy() for o in (False, True)}
 else:
-    bt = sweep(barlow_twins_unit, bt_params, name="ch06_barlow_twins", workers=S["workers"], executor=S["executor"])
-    loss = {o: np.mean([r["steps"]["loss"] for p, r in zip(bt_params, bt) if p["orth"] == o], axis=0) for o in (False, True)}
+    bt = train_runs(bt_cfgs, workers=S["workers"], executor=S["executor"])
+    loss = {o: np.mean([r["steps"]["loss"] for c, r in zip(bt_cfgs, bt) if ox.is_orthogonalised(c) == o], axis=0)
+            for o in (False, True)}
 fig, ax = plt.subplots(figsize=(7, 4))
 steps = np.arange(1, len(loss[False]) + 1)
 ax.plot(steps, loss[False], color="C0", label="LARS"); ax.plot(steps, loss[True], color="C1", label="Orth-LARS")
 ax.set_xlabel("step"); ax.set_ylabel("Barlow Twins loss"); ax.set_yscale("log"); ax.legend()
-out.savefig(fig, "fig5.8", params=bt_params[0], seeds=list(range(S["unsup_seeds"])),
+out.savefig(fig, "fig5.8", params=bt_cfgs[0].key(), seeds=list(range(S["unsup_seeds"])),
             note="ImageNet" if on_imagenet else "reduced analogue (Fashion-MNIST)")
 n100 = min(100, len(steps))
 out.check("fig5.8", "Orth-LARS's Barlow Twins loss is lower over the first 100 steps (seed mean)",
@@ -365,16 +374,15 @@ out.check("fig5.8", "Orth-LARS's Barlow Twins loss is lower over the first 100 s
 # runs 200k steps. *Check:* Orth-Adam's seed-mean MSE is ≤ Adam's at most checkpoints (weak evidence).
 
 # %%
-vae_params = [dict(dataset=S["dataset"], synthetic=S["synthetic"], n_train=S["n_train"], n_val=S["n_val"],
-                   n_test=S["n_test"], steps=S["vae_steps"], batch=128, lr=1e-3, eval_every=S["vae_eval_every"],
-                   orth=o, seed=k) for o in (False, True) for k in range(S["unsup_seeds"])]
-vae = sweep(vae_unit, vae_params, name="ch06_vae", workers=S["workers"], executor=S["executor"])
-mse = {o: np.mean([r["evals"]["mse"] for p, r in zip(vae_params, vae) if p["orth"] == o], axis=0) for o in (False, True)}
+vae_cfgs = ox.vae_configs(S)
+vae = train_runs(vae_cfgs, workers=S["workers"], executor=S["executor"])
+mse = {o: np.mean([r["evals"]["val_loss"] for c, r in zip(vae_cfgs, vae) if ox.is_orthogonalised(c) == o], axis=0)
+       for o in (False, True)}
 ev_steps = vae[0]["evals"]["step"]
 fig, ax = plt.subplots(figsize=(7, 4))
 ax.plot(ev_steps, mse[False], color="C0", label="Adam"); ax.plot(ev_steps, mse[True], color="C1", label="Orth-Adam")
 ax.set_xlabel("step"); ax.set_ylabel("held-out MSE (counts$^2$)"); ax.legend()
-out.savefig(fig, "fig5.9", params=vae_params[0], seeds=list(range(S["unsup_seeds"])))
+out.savefig(fig, "fig5.9", params=vae_cfgs[0].key(), seeds=list(range(S["unsup_seeds"])))
 frac = float(np.mean(mse[True][1:] <= mse[False][1:]))
 out.check("fig5.9", "Orth-Adam's held-out MSE <= Adam's at most checkpoints (3-seed mean)", frac > 0.5,
           ours=f"{100 * frac:.0f} % of checkpoints")

@@ -1,0 +1,245 @@
+"""Chapter 02 (TempBalance, seed 001 ch. 2): profile table, the runs of every item, summaries.
+
+``paper`` is the source's setting: CIFAR-100, CIFAR ResNet-18/34 at widths {0.25, 0.5, 1, 1.5,
+2, 2.5} (eq. 2.10, "10" read as 1.0, digest A-15) and initial lrs {0.025, ..., 0.2} (eq. 2.11),
+200 epochs of the cosine schedule eq. 2.12, allocation recomputed every epoch; what the source
+leaves out (batch, momentum, wd, augmentation, seeds; digest A-16) is TempBalance's code: batch
+128, momentum 0.9, wd 5e-4, crop + flip, one seed. ``quick`` is the digest's section I.5
+reduction on the sklearn digits (R18m / R34m, 8 epochs), ``smoke`` the same on 256 digits in
+seconds. The builders turn resolved settings into ``RunConfig`` lists; the notebook calls them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from lalr_core.core.config import RunConfig
+from lalr_core.methods.tempbalance_callback import TempBalance
+
+# Allocation name -> (TempBalance scheme, its params). "baseline" is one global lr.
+ALLOCATIONS: dict[str, tuple[str, tuple]] = {
+    "baseline": ("none", ()),
+    "alpha": ("eq2.13", ()),                        # eq. 2.13
+    "alpha^2": ("power", (("p", 2.0),)),            # eq. 2.16
+    "alpha^3": ("power", (("p", 3.0),)),            # eq. 2.17
+    "sqrt": ("root", (("k", 2.0),)),                # eq. 2.18
+    "cbrt": ("root", (("k", 3.0),)),
+    "root4": ("root", (("k", 4.0),)),
+    "log2": ("log", (("base", 2.0),)),
+    "softmax": ("softmax", ()),                     # eq. 2.19
+    "neg_pow2": ("neg_pow2", ()),                   # eqs. 2.20-2.22
+    "gauss_alpha": ("gauss_alpha", ()),             # eqs. 2.26-2.27
+    "gauss_lr": ("gauss_lr", ()),                   # eqs. 2.28-2.29
+    "emg": ("emg", ()),                             # eqs. 2.30-2.31 (digest A-9)
+}
+FIG23_MAPS = ("alpha", "sqrt", "cbrt", "log2")                                   # fig 2.3
+FIG24_MAPS = ("alpha", "alpha^2", "alpha^3", "sqrt", "cbrt", "root4", "log2")    # A-11
+SAMPLING = ("gauss_alpha", "gauss_lr", "emg")                                    # T-001-d
+POWERS = ("alpha", "alpha^2", "alpha^3")                                         # T-001-a
+
+_SMALL = dict(
+    dataset="digits", augment=True, batch_size=64, momentum=0.9, wd=5e-4,
+    schedule="cosine",  # eq. 2.12; "cosine_tb" = TempBalance's code (one epoch behind)
+    models=("resnet18_mini", "resnet34_mini"), cka_model="resnet34_mini", cka_width=1.0,
+    cka_lr=0.2, cka_batches=5, cka_batch_size=128, cka_samples=None, map_model="resnet18_mini",
+    map_width=1.0,
+    map_lr=0.2, negpow_lr=0.05, dist_width=0.5, dist_lr=0.2, dist_epochs_shown=(2, 6, 12),
+    powers_width=0.5, powers_lrs=(0.15, 0.2), sampling_width=0.5, sampling_lr=0.1,
+    sampling_models=("resnet18_mini", "resnet34_mini"),
+    esd_model="mlp", esd_width=2.0, esd_lr=0.02, esd_batch=16, esd_epochs=40,
+    source_analogue={"resnet18_mini": "resnet18", "resnet34_mini": "resnet34"},
+    executor="local",
+)
+
+TEMPBALANCE: dict[str, dict[str, Any]] = {
+    "smoke": dict(
+        _SMALL, n_train=256, widths=(0.5,), lrs=(0.2,), epochs=2, seeds=1, dist_epochs=3,
+        dist_seeds=1, dist_epochs_shown=(1, 2, 3), cka_width=0.5, cka_batches=2, map_width=0.5,
+        esd_epochs=2, powers_lrs=(0.2,), workers=1,
+    ),
+    "quick": dict(
+        _SMALL, n_train=None, widths=(0.5, 1.0), lrs=(0.05, 0.2), epochs=8, seeds=2,
+        dist_epochs=12, dist_seeds=3, workers=2,
+    ),
+    "paper": dict(
+        _SMALL, dataset="cifar100", n_train=None, batch_size=128,
+        models=("resnet18_cifar", "resnet34_cifar"), widths=(0.25, 0.5, 1.0, 1.5, 2.0, 2.5),
+        lrs=(0.025, 0.05, 0.075, 0.1, 0.15, 0.2), epochs=200, seeds=1,
+        cka_model="resnet34_cifar", cka_width=0.5, cka_lr=0.2, cka_batch_size=128,
+        cka_samples=2000,  # n x n grams of 109 modules: the whole 10k test set needs ~90 GB
+        map_model="resnet18_cifar", map_width=0.25, map_lr=0.2, negpow_lr=0.05,
+        dist_width=0.25, dist_lr=0.2, dist_epochs=200, dist_seeds=1,
+        dist_epochs_shown=(20, 100, 200), powers_width=0.25, powers_lrs=(0.15, 0.2),
+        sampling_width=0.25, sampling_lr=0.1,
+        sampling_models=("resnet18_cifar", "resnet34_cifar", "resnet101_cifar",
+                         "resnet152_cifar"),
+        esd_model="mlp", esd_epochs=40, source_analogue={}, workers=1,
+    ),
+}
+
+
+# ----------------------------------------------------------------------------- configs
+def run(s: Mapping[str, Any], model: str, width: float, lr: float, allocation: str = "baseline",
+        seed: int = 0, epochs: int | None = None, **changes) -> RunConfig:
+    """One SGDM run of the chapter (cosine eq. 2.12) with a named ``ALLOCATIONS`` entry."""
+    if allocation not in ALLOCATIONS:
+        raise ValueError(f"unknown allocation {allocation!r}; choose one of {list(ALLOCATIONS)}")
+    layer_lr, params = ALLOCATIONS[allocation]
+    base = dict(dataset=s["dataset"], n_train=s["n_train"], augment=s["augment"], model=model,
+                width=width, optimizer="sgdm", lr=lr, momentum=s["momentum"], wd=s["wd"],
+                batch_size=s["batch_size"], epochs=epochs or s["epochs"], schedule=s["schedule"],
+                methods=() if layer_lr == "none" else (TempBalance(layer_lr, params),), seed=seed)
+    return RunConfig(**{**base, **changes})
+
+
+def allocation_of(cfg: RunConfig) -> str:
+    """The ``ALLOCATIONS`` name of a config (inverse of `run`)."""
+    tb = cfg.method("tempbalance")
+    scheme, params = ("none", ()) if tb is None else (tb.scheme, tb.params)
+    for name, (layer_lr, p) in ALLOCATIONS.items():
+        if scheme == layer_lr and tuple(params) == tuple(p):
+            return name
+    return f"{scheme}{dict(params)}"
+
+
+def section_runs(s: Mapping[str, Any]) -> dict[str, tuple[list[RunConfig], list[dict]]]:
+    """Every training run of the notebook: section -> (configs, one callbacks spec each).
+
+    Identical configs in two sections (e.g. the fig 2.1 runs reused by T-001-a) are one cached
+    run; the callbacks spec is part of the cache key, so shared runs carry the same spec.
+    """
+    seeds = range(s["seeds"])
+    grid = [run(s, m, w, lr, a, k) for m in s["models"] for w in s["widths"] for lr in s["lrs"]
+            for a in ("baseline", "alpha") for k in seeds]
+    cka = {(s["cka_model"], s["cka_width"], s["cka_lr"], a, 0) for a in ("baseline", "alpha")}
+    grid_cb = [{"weights": {}} if (c.model, c.width, c.lr, allocation_of(c), c.seed) in cka
+               else {} for c in grid]
+    maps = [run(s, s["map_model"], s["map_width"], s["map_lr"], a, k)
+            for a in ("baseline", *FIG23_MAPS) for k in seeds]
+    negpow = [run(s, s["map_model"], s["map_width"], s["negpow_lr"], a, k)
+              for a in ("baseline", "softmax", "neg_pow2") for k in seeds]
+    dist = [run(s, m, s["dist_width"], s["dist_lr"], "alpha", k, epochs=s["dist_epochs"])
+            for m in s["models"] for k in range(s["dist_seeds"])]
+    powers = [run(s, s["map_model"], s["powers_width"], lr, a, k) for lr in s["powers_lrs"]
+              for a in ("baseline", *POWERS) for k in seeds]
+    sampling = [run(s, m, s["sampling_width"], s["sampling_lr"], a, k)
+                for m in s["sampling_models"] for a in ("baseline", *SAMPLING) for k in seeds]
+    esd = [RunConfig(dataset=s["dataset"], n_train=s["n_train"], model=s["esd_model"],
+                     width=s["esd_width"], optimizer="sgdm", lr=s["esd_lr"], momentum=0.9,
+                     wd=5e-4, batch_size=s["esd_batch"], epochs=s["esd_epochs"])]
+    out = {"fig2.1": (grid, grid_cb), "fig2.3": (maps, None), "fig2.5": (negpow, None),
+           "fig2.6": (dist, [{"spectral": {"xmin": "ks", "conv": "slices"}}] * len(dist)),
+           "T-001-a": (powers, None), "T-001-d": (sampling, None),
+           "fig1.3": (esd, [{"weights": {}}])}
+    lookup = {c: cb for c, cb in zip(grid, grid_cb)}   # reuse fig 2.1's spec for shared runs
+    return {k: (cfgs, cbs or [lookup.get(c, {}) for c in cfgs]) for k, (cfgs, cbs) in out.items()}
+
+
+def run_cost(cfg: RunConfig) -> float:
+    """Rough relative cost, to start the longest runs first."""
+    return cfg.epochs * cfg.width * (2.0 if "34" in cfg.model else 1.0) * \
+        (cfg.n_train or 1347) / cfg.batch_size
+
+
+def all_runs(s: Mapping[str, Any]) -> tuple[list[RunConfig], list[dict]]:
+    """The union of `section_runs`, duplicates removed, longest first."""
+    seen: dict[RunConfig, dict] = {}
+    for cfgs, cbs in section_runs(s).values():
+        for c, cb in zip(cfgs, cbs):
+            seen.setdefault(c, cb)
+    pairs = sorted(seen.items(), key=lambda p: -run_cost(p[0]))
+    return [p[0] for p in pairs], [p[1] for p in pairs]
+
+
+# ----------------------------------------------------------------------------- summaries
+def run_table(configs: list[RunConfig], results: list[dict]) -> pd.DataFrame:
+    """One row per run: model, width, lr, allocation, seed, final accuracies (%), diverged."""
+    rows = []
+    for cfg, res in zip(configs, results, strict=True):
+        f = res["final"]
+        rows.append({"model": cfg.model, "width": cfg.width, "lr": cfg.lr,
+                     "allocation": allocation_of(cfg), "seed": cfg.seed, "epochs": cfg.epochs,
+                     "train_acc": 100 * f.get("train_acc", np.nan),
+                     "test_acc": 100 * f.get("test_acc", np.nan),
+                     "diverged": bool(res["diverged"]), "wall_time_s": res["wall_time_s"]})
+    return pd.DataFrame(rows)
+
+
+def deltas(table: pd.DataFrame, by: list[str], reference: str = "baseline") -> pd.DataFrame:
+    """Mean over seeds of (allocation - ``reference``) test and train accuracy, paired by seed.
+
+    Returns one row per ``by`` group and allocation other than the reference, with
+    ``d_test``, ``d_train`` (percentage points), their standard errors over the paired seeds
+    ``d_test_se``, ``d_train_se`` (0 for one seed) and ``runs``.
+    """
+    keys = [*by, "seed"]
+    ref = table[table.allocation == reference].set_index(keys)[["test_acc", "train_acc"]]
+    rows = []
+    for alloc, g in table[table.allocation != reference].groupby("allocation", sort=False):
+        d = g.set_index(keys)[["test_acc", "train_acc"]] - ref
+        d = d.dropna().groupby(level=by).agg(["mean", "std", "count"])
+        for idx, r in d.iterrows():
+            n = int(r[("test_acc", "count")])
+            se = {c: float(r[(c, "std")]) / np.sqrt(n) if n > 1 else 0.0
+                  for c in ("test_acc", "train_acc")}
+            rows.append({**dict(zip(by, idx if isinstance(idx, tuple) else (idx,))),
+                         "allocation": alloc, "d_test": r[("test_acc", "mean")],
+                         "d_test_se": se["test_acc"], "d_train": r[("train_acc", "mean")],
+                         "d_train_se": se["train_acc"], "runs": n})
+    return pd.DataFrame(rows)
+
+
+def last_alphas(result: Mapping) -> pd.Series:
+    """The alphas TempBalance fitted after the last epoch (layer -> alpha), layer order."""
+    rec = result["callbacks"]["tempbalance"]
+    last = rec[rec.epoch == rec.epoch.max()]
+    return pd.Series(last["alpha"].to_numpy(), index=last["layer"].to_numpy(), name="alpha")
+
+
+def neg_pow2_count_at_least(n: int, c: float) -> int:
+    """Layers that NegPow2 gives at least ``c * lr_t``: ``min(n, floor(log2(n / c)))``.
+
+    From eq. 2.22 the j-th largest layer gets ``n 2^-j lr_t`` (the top one ``n (1/2 + 2^-n)``),
+    so ``n 2^-j >= c`` iff ``j <= log2(n / c)`` (digest E-2.5's closed form), for n >= 2
+    (the top layer's extra ``n 2^-n`` never crosses a power of two then).
+    """
+    if n < 2 or not c > 0:
+        raise ValueError(f"need n >= 2 and c > 0, got n={n}, c={c}")
+    return int(min(n, max(0.0, np.floor(np.log2(n / c)))))
+
+
+def exp_vs_normal(alpha) -> dict[str, float]:
+    """Fig 2.6 fit: exponential MLE on ``alpha - min(alpha)`` vs normal MLE on ``alpha``.
+
+    Returns the two log-likelihoods (the shift has Jacobian 1, so they are comparable), the
+    skewness and the two KS p-values (the exponential's loc fixed at the minimum).
+    """
+    a = np.asarray(alpha, dtype=float)
+    x = a - a.min()
+    scale = x.mean()
+    ll_exp = float(stats.expon.logpdf(x, scale=scale).sum())
+    mu, sd = a.mean(), a.std()
+    ll_norm = float(stats.norm.logpdf(a, mu, sd).sum())
+    return {"n": len(a), "skewness": float(stats.skew(a)), "loglik_exp": ll_exp,
+            "loglik_normal": ll_norm,
+            "ks_p_exp": float(stats.kstest(x, "expon", (0, scale)).pvalue),
+            "ks_p_normal": float(stats.kstest(a, "norm", (mu, sd)).pvalue)}
+
+
+def cka_contrast(matrix: pd.DataFrame) -> dict[str, float]:
+    """Fig 2.2 summaries of a module x module CKA matrix (registration order).
+
+    ``adjacent``: mean CKA of consecutive modules; ``first_last``: mean CKA between the first
+    and the last third of the modules (the "shallower vs deeper" similarity the source says
+    drops with the allocation).
+    """
+    m = matrix.to_numpy(dtype=float)
+    n = len(m)
+    third = max(1, n // 3)
+    return {"adjacent": float(np.mean(np.diag(m, 1))),
+            "first_last": float(m[:third, n - third:].mean())}

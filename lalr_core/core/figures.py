@@ -1,0 +1,401 @@
+"""House plotting style, the thesis's Tufte box plot, and saving with provenance.
+
+Every chapter notebook saves through :class:`FigureWriter`, which writes
+``<root>/<profile>/<chapter>/<item_id>.png|.pdf|.csv|.md`` plus a ``.json`` sidecar
+(git commit, dirty flag, versions, device, parameter hash, seeds, wall time) and records
+the notebook's checks of the source's claims in ``checks.json``; :mod:`lalr_core.core.report`
+turns those into ``REPORT.md``. See DESIGN.md, "Runs, cache and provenance".
+
+Serves every chapter; :func:`bplot` is seed 004 listing B.1 (Fig 1.2) and is used for
+Figs 5.10, 5.11, I.1 and I.2.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import re
+from pathlib import Path
+
+import matplotlib as mpl
+import numpy as np
+import pandas as pd
+
+# atomic_write_text and canonical_json stay importable from here (report.py used to)
+from lalr_core.core.atomic_io import atomic_write, atomic_write_text, canonical_json
+from lalr_core.core.config import check_profile
+from lalr_core.core.provenance import git_info, provenance, repo_root, utc_timestamp
+from lalr_core.core.runs import param_hash as run_key
+
+# Item ids become file names: letters, digits, '.', '_', '-', '+'; no path separators.
+_ITEM_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
+CHECKS_FILE = "checks.json"
+_RESERVED_ITEM_IDS = ("checks",)  # `checks.json` is the checks file, not a sidecar
+_TAB10 = (
+    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
+    "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf",
+)  # matplotlib's default cycle: C0 (blue) = baseline, C1 (orange) = ours (seed 004 G27)
+
+
+# ----------------------------------------------------------------------------- validation
+def validate_profile(profile: str) -> str:
+    """Return ``profile`` if it is one of ``lalr_core.core.config.PROFILES``, else raise.
+
+    Raises:
+        ValueError: naming the unknown profile and the choices.
+    """
+    return check_profile(profile)
+
+
+def validate_item_id(item_id: str, what: str = "item_id") -> str:
+    """Return ``item_id`` if it is a safe file stem (no path separators), else raise.
+
+    Raises:
+        ValueError: if empty, not a string, containing ``/`` or ``\\`` or other
+            characters outside ``[A-Za-z0-9._+-]``, starting with ``.``, or reserved.
+    """
+    if not isinstance(item_id, str) or not _ITEM_ID_RE.fullmatch(item_id):
+        raise ValueError(
+            f"bad {what} {item_id!r}: use a non-empty name of letters, digits, '.', '_', "
+            "'-', '+', not starting with '.', and no path separators"
+        )
+    if item_id in _RESERVED_ITEM_IDS:
+        raise ValueError(f"{what} {item_id!r} is reserved")
+    return item_id
+
+
+# ----------------------------------------------------------------------------- style
+def style_rc() -> dict:
+    """The house rcParams: no top/right spines (seed 004 G27), readable sizes, 150 dpi."""
+    return {
+        "axes.spines.top": False,
+        "axes.spines.right": False,
+        "axes.prop_cycle": mpl.cycler(color=list(_TAB10)),
+        "axes.grid": False,
+        "axes.titlesize": 11,
+        "axes.labelsize": 10,
+        "font.size": 10,
+        "xtick.labelsize": 9,
+        "ytick.labelsize": 9,
+        "legend.fontsize": 9,
+        "legend.frameon": False,
+        "lines.linewidth": 1.5,
+        "figure.figsize": (5.0, 3.5),  # inches
+        "figure.dpi": 150,
+        "savefig.dpi": 150,
+        "savefig.bbox": "tight",
+        "pdf.fonttype": 42,  # embed TrueType: text stays editable in the PDF
+        "image.cmap": "viridis",
+    }
+
+
+def set_style() -> None:
+    """Apply :func:`style_rc` to the global rcParams (call once per notebook)."""
+    mpl.rcParams.update(style_rc())
+
+
+def house_style():
+    """Context manager applying :func:`style_rc` only inside a ``with`` block."""
+    return mpl.rc_context(style_rc())
+
+
+# ----------------------------------------------------------------------------- Tufte box plot
+def bplot(ax, pos: float, data, offset: float = 0, s: float = 1, **plot_kwargs):
+    """Tufte box plot of ``data`` at x = ``pos + offset`` (seed 004 listing B.1, Fig 1.2).
+
+    Draws a whisker from the minimum to the first quartile and one from the third
+    quartile to the maximum (no box; the gap between them is the inter-quartile range),
+    and a dot at the median. Quartiles are numpy's default (linear) percentiles.
+
+    Args:
+        ax: matplotlib ``Axes``.
+        pos: x position.
+        data: array-like of finite numbers, any shape (flattened).
+        offset: added to ``pos`` (to put several series side by side).
+        s: size: whisker line width ``s/2`` points, median dot area ``3*s`` points^2.
+        **plot_kwargs: passed to both ``ax.plot`` calls and ``ax.scatter``; without
+            ``color`` all three take the colour of the first line. ``label`` goes on
+            the first whisker only, so a legend lists the series once.
+
+    Returns:
+        ``(lower_line, upper_line, median_dots)``: two ``Line2D`` and a ``PathCollection``.
+
+    Raises:
+        ValueError: if ``data`` is empty or contains non-finite values.
+    """
+    x = np.asarray(data, dtype=float).ravel()
+    if x.size == 0:
+        raise ValueError("bplot: data is empty")
+    if not np.all(np.isfinite(x)):
+        raise ValueError(f"bplot: data has {int(np.sum(~np.isfinite(x)))} non-finite values")
+    return bplot_stats(ax, pos, np.percentile(x, [0, 25, 50, 75, 100]), offset, s, **plot_kwargs)
+
+
+def bplot_stats(ax, pos: float, five, offset: float = 0, s: float = 1, **plot_kwargs):
+    """`bplot` from a precomputed five-number summary ``(min, q1, median, q3, max)``.
+
+    For probes that keep only the summary per training batch (figs 5.10, 5.11, I.1, I.2).
+    """
+    lo, q1, med, q3, hi = (float(v) for v in five)
+    xpos = pos + offset
+    kwargs = dict(plot_kwargs)
+    label = kwargs.pop("label", None)
+    (lower,) = ax.plot([xpos, xpos], [lo, q1], linewidth=s / 2, label=label, **kwargs)
+    kwargs.setdefault("color", lower.get_color())
+    (upper,) = ax.plot([xpos, xpos], [q3, hi], linewidth=s / 2, **kwargs)
+    dots = ax.scatter([xpos], [med], s=s * 3, **kwargs)
+    return lower, upper, dots
+
+
+# ----------------------------------------------------------------------------- JSON helpers
+def _jsonable(obj):
+    """``json`` default hook of the sidecars and checks (readable records, not hashed): numpy,
+    paths, sets, dataclasses, torch dtypes/devices. Hashes use `atomic_io.canonical_json`."""
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    if isinstance(obj, Path):
+        return str(obj)
+    if isinstance(obj, (set, frozenset)):
+        return sorted(obj, key=repr)
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return dataclasses.asdict(obj)
+    if type(obj).__module__.startswith("torch") and type(obj).__name__ in ("dtype", "device"):
+        return str(obj)
+    raise ValueError(f"cannot serialise {type(obj).__name__} value {obj!r} to JSON")
+
+
+def param_hash(params: dict | None) -> str:
+    """The parameter hash of ``params`` (``lalr_core.core.runs.param_hash`` without a code
+    part; ``None`` counts as ``{}``): the ``param_hash`` in the meta.json of the cached runs
+    drawn from the same parameters, so a sidecar names them."""
+    return run_key({} if params is None else params)
+
+
+# ----------------------------------------------------------------------------- tables
+def _cell(value, floatfmt: str) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        text = ""
+    elif isinstance(value, (float, np.floating)):
+        text = format(float(value), floatfmt)
+    else:
+        text = str(value)
+    return text.replace("|", r"\|").replace("\n", " ")
+
+
+def markdown_table(df: pd.DataFrame, floatfmt: str = ".4g") -> str:
+    """GitHub Markdown table of ``df`` (header, separator, one line per row).
+
+    Numeric columns are right-aligned; floats use ``format(value, floatfmt)``; missing
+    values are empty cells. The index is not written (reset it first to keep it).
+    """
+    cols = [str(c) for c in df.columns]
+    numeric = [pd.api.types.is_numeric_dtype(df[c]) for c in df.columns]
+    lines = ["| " + " | ".join(_cell(c, floatfmt) for c in cols) + " |"]
+    lines.append("|" + "|".join("---:" if n else "---" for n in numeric) + "|")
+    for row in df.itertuples(index=False, name=None):
+        lines.append("| " + " | ".join(_cell(v, floatfmt) for v in row) + " |")
+    return "\n".join(lines) + "\n"
+
+
+# ----------------------------------------------------------------------------- writer
+FIGURES_ENV = "LALR_FIGURES_ROOT"  # the driver's --out, inherited by the notebook kernels
+
+
+def default_root() -> Path:
+    """``$LALR_FIGURES_ROOT`` if set, else ``<repo>/figures``."""
+    return Path(os.environ[FIGURES_ENV]) if os.environ.get(FIGURES_ENV) else repo_root() / "figures"
+
+
+class FigureWriter:
+    """Saves one chapter's figures, tables and checks under ``<root>/<profile>/<chapter>/``.
+
+    Args:
+        chapter: chapter folder name, e.g. ``"04_directedness"``.
+        profile: one of ``lalr_core.core.config.PROFILES`` (smoke, quick, paper).
+        notebook: the notebook's file name (recorded in every sidecar and check).
+        root: output root; defaults to ``$LALR_FIGURES_ROOT`` (set by ``make figures``'s
+            ``--out``) or ``<repo>/figures``.
+
+    Raises:
+        ValueError: unknown profile, or a chapter name that is not a safe folder name.
+    """
+
+    def __init__(self, chapter: str, profile: str, notebook: str, root=None, *,
+                 fresh_checks: bool = True):
+        """``fresh_checks`` drops the chapter's earlier check records, so a re-executed
+        notebook's report holds exactly the checks of this run (none left from renamed claims)."""
+        self.chapter = validate_item_id(chapter, "chapter")
+        self.profile = validate_profile(profile)
+        if not isinstance(notebook, str) or not notebook:
+            raise ValueError(f"notebook must be a non-empty string, got {notebook!r}")
+        self.notebook = notebook
+        self.root = Path(root) if root is not None else default_root()
+        self.dir = self.root / profile / chapter
+        if fresh_checks:
+            self.checks_path.unlink(missing_ok=True)
+
+    def __repr__(self) -> str:
+        return f"FigureWriter({self.chapter!r}, {self.profile!r}, {self.notebook!r}, {self.dir})"
+
+    def path(self, item_id: str, suffix: str) -> Path:
+        """Output path ``<dir>/<item_id>.<suffix>`` (``item_id`` validated)."""
+        return self.dir / f"{validate_item_id(item_id)}.{suffix}"
+
+    def _sidecar(self, item_id, kind, files, params, seeds, note, wall_time_s) -> Path:
+        ok = isinstance(wall_time_s, (int, float)) and math.isfinite(wall_time_s)
+        if wall_time_s is not None and not (ok and wall_time_s >= 0):
+            raise ValueError(f"wall_time_s must be a finite number >= 0, got {wall_time_s!r}")
+        record = provenance(
+            chapter=self.chapter, notebook=self.notebook, profile=self.profile,
+            item_id=item_id, kind=kind, files=[p.name for p in files],
+            param_hash=param_hash(params), params=params, seeds=seeds,
+            wall_time_s=wall_time_s, note=note,
+        )
+        text = json.dumps(record, indent=2, sort_keys=False, default=_jsonable) + "\n"
+        path = self.path(item_id, "json")
+        atomic_write_text(path, text)
+        return path
+
+    def savefig(self, fig, item_id: str, *, params=None, seeds=None, wall_time_s=None,
+                note=None) -> dict[str, Path]:
+        """Save ``fig`` as PNG and PDF with the commit in their metadata, plus a sidecar.
+
+        Args:
+            fig: matplotlib ``Figure`` (left open, so the notebook still shows it).
+            item_id: the source's item, e.g. ``"fig3.7A"``; the file stem.
+            params: the resolved parameters behind the figure (hashed and stored).
+            seeds: the seeds used (stored).
+            wall_time_s: compute time behind the figure, seconds.
+            note: free text (e.g. a deviation from the source).
+
+        Returns:
+            ``{"png": path, "pdf": path, "json": path}``.
+
+        Raises:
+            ValueError: bad ``item_id``, ``wall_time_s``, or non-JSON ``params``/``seeds``.
+        """
+        validate_item_id(item_id)
+        canonical_json({"params": params, "seeds": seeds})  # fail before writing anything
+        git = git_info()
+        tag = f"commit={git['commit']}; dirty={git['dirty']}"
+        about = f"{self.profile}/{self.chapter}/{item_id}; param_hash={param_hash(params)}"
+        meta = {
+            "png": {"Title": item_id, "Commit": git["commit"], "Dirty": str(git["dirty"]),
+                    "Source": self.notebook, "Comment": f"{tag}; {about}"},
+            "pdf": {"Title": item_id, "Subject": f"{tag}; {about}",
+                    "Keywords": tag, "Creator": f"lalr_core; {self.notebook}"},
+        }
+        out = {}
+        for fmt in ("png", "pdf"):
+            out[fmt] = self.path(item_id, fmt)
+            atomic_write(out[fmt], lambda tmp, f=fmt: fig.savefig(tmp, format=f, metadata=meta[f]))
+        out["json"] = self._sidecar(item_id, "figure", [out["png"], out["pdf"]], params, seeds,
+                                    note, wall_time_s)
+        return out
+
+    def save_table(self, df: pd.DataFrame, item_id: str, *, params=None, seeds=None, note=None,
+                   floatfmt: str = ".4g", wall_time_s=None) -> dict[str, Path]:
+        """Save ``df`` as CSV (full precision) and Markdown (``floatfmt``), plus a sidecar.
+
+        A non-default index (named, or not ``0..n-1``) is written as leading column(s).
+
+        Returns:
+            ``{"csv": path, "md": path, "json": path}``.
+
+        Raises:
+            ValueError: ``df`` not a ``DataFrame``, bad ``item_id``, non-JSON params.
+        """
+        if not isinstance(df, pd.DataFrame):
+            msg = f"save_table needs a pandas DataFrame, got {type(df).__name__}"
+            raise ValueError(msg)  # noqa: TRY004 - bad user input is a ValueError here
+        validate_item_id(item_id)
+        canonical_json({"params": params, "seeds": seeds})
+        default_index = df.index.equals(pd.RangeIndex(len(df))) and df.index.name is None
+        table = df if default_index else df.reset_index()
+        out = {"csv": self.path(item_id, "csv"), "md": self.path(item_id, "md")}
+        atomic_write(out["csv"], lambda tmp: table.to_csv(tmp, index=False))
+        atomic_write_text(out["md"], markdown_table(table, floatfmt))
+        out["json"] = self._sidecar(item_id, "table", [out["csv"], out["md"]], params, seeds,
+                                    note, wall_time_s)
+        return out
+
+    # ------------------------------------------------------------------------- checks
+    @property
+    def checks_path(self) -> Path:
+        """``<dir>/checks.json``."""
+        return self.dir / CHECKS_FILE
+
+    def checks(self) -> list[dict]:
+        """All check records of this chapter and profile, in the order first recorded."""
+        return read_checks(self.checks_path)
+
+    def check(self, item_id: str, claim: str, passed, *, detail: str = "", ours=None,
+              source=None) -> dict:
+        """Record whether the source's ``claim`` held for ``item_id``; never raises on FAIL.
+
+        Re-running with the same ``(item_id, claim)`` replaces the earlier record, so a
+        re-executed notebook does not duplicate its checks.
+
+        Args:
+            item_id: the source's item, e.g. ``"fig3.11"``.
+            claim: the claim tested, one line (e.g. "psi tracks 1/sqrt(t) within 5%").
+            passed: ``True`` (PASS), ``False`` (FAIL) or ``None`` (N/A: not testable here).
+            detail: how it was judged; required when ``passed`` is ``None``.
+            ours: our number(s) (JSON-serialisable).
+            source: the source's number(s) (JSON-serialisable).
+
+        Returns:
+            The stored record (``verdict`` is ``"PASS"``, ``"FAIL"`` or ``"N/A"``).
+
+        Raises:
+            ValueError: bad ``item_id``, empty ``claim``, ``passed`` not a bool or ``None``,
+                ``None`` without ``detail``, or non-JSON ``ours``/``source``.
+        """
+        validate_item_id(item_id)
+        if not isinstance(claim, str) or not claim.strip():
+            raise ValueError(f"claim must be a non-empty string, got {claim!r}")
+        if isinstance(passed, np.bool_):
+            passed = bool(passed)
+        if passed is not None and not isinstance(passed, bool):
+            raise ValueError(f"passed must be True, False or None, got {passed!r}")
+        if passed is None and not str(detail).strip():
+            raise ValueError("passed=None (N/A) needs a detail saying why")
+        verdict = {True: "PASS", False: "FAIL", None: "N/A"}[passed]
+        record = {
+            "item_id": item_id, "claim": claim, "verdict": verdict, "passed": passed,
+            "detail": str(detail), "ours": ours, "source": source,
+            "chapter": self.chapter, "notebook": self.notebook, "profile": self.profile,
+            **git_info(), "timestamp_utc": utc_timestamp(),
+        }
+        record = json.loads(json.dumps(record, default=_jsonable))  # normalise numpy etc.
+        records = self.checks()
+        key = (item_id, claim)
+        index = next((i for i, r in enumerate(records) if (r["item_id"], r["claim"]) == key), None)
+        if index is None:
+            records.append(record)
+        else:
+            records[index] = record
+        atomic_write_text(self.checks_path, json.dumps(records, indent=2) + "\n")
+        return record
+
+
+def read_checks(path) -> list[dict]:
+    """Check records stored at ``path`` (``[]`` if the file does not exist).
+
+    Raises:
+        ValueError: if the file is not a JSON list of records.
+    """
+    path = Path(path)
+    if not path.exists():
+        return []
+    try:
+        records = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as err:
+        raise ValueError(f"corrupt checks file {path}: {err}") from err
+    if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
+        raise ValueError(f"checks file {path} is not a JSON list of records")
+    return records

@@ -1,0 +1,231 @@
+"""``figures/<profile>/REPORT.md``: every source item, where ours is, and our verdicts.
+
+Reads the inventory of the sources' figures and tables (``data/reference/inventory.csv``,
+columns ``chapter,item_id,kind,caption,source_claim,source_numbers``), the files and
+``checks.json`` written by :class:`lalr_core.core.figures.FigureWriter`, and, if present,
+``timings.json`` (a list of ``{notebook, seconds, status}``) written by the notebook
+runner. See DESIGN.md, "Runs, cache and provenance".
+
+Command line: ``python -m lalr_core.core.report --profile quick``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+from collections import Counter
+from pathlib import Path
+
+from lalr_core.core.atomic_io import atomic_write_text
+from lalr_core.core.figures import CHECKS_FILE, read_checks, validate_profile
+from lalr_core.core.provenance import git_info, repo_root, utc_timestamp
+
+INVENTORY_COLUMNS = ("chapter", "item_id", "kind", "caption", "source_claim", "source_numbers")
+_FILE_KINDS = ("png", "pdf", "csv", "md")  # order of the links in the report
+_VERDICTS = ("PASS", "FAIL", "N/A")
+
+
+def default_inventory() -> Path:
+    """``<repo>/data/reference/inventory.csv``."""
+    return repo_root() / "data" / "reference" / "inventory.csv"
+
+
+def read_inventory(path) -> list[dict]:
+    """Rows of the inventory CSV as dicts keyed by :data:`INVENTORY_COLUMNS`.
+
+    Raises:
+        ValueError: if the file is missing, lacks a column, or repeats (chapter, item_id).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"inventory file {path} does not exist")
+    with path.open(newline="", encoding="utf-8") as handle:
+        reader = csv.DictReader(handle)
+        missing = [c for c in INVENTORY_COLUMNS if c not in (reader.fieldnames or [])]
+        if missing:
+            raise ValueError(f"inventory {path} lacks columns {missing}")
+        rows = [{c: (row[c] or "").strip() for c in INVENTORY_COLUMNS} for row in reader]
+    keys = Counter((r["chapter"], r["item_id"]) for r in rows)
+    repeated = [k for k, n in keys.items() if n > 1]
+    if repeated:
+        raise ValueError(f"inventory {path} repeats (chapter, item_id) {repeated}")
+    return rows
+
+
+def _cell(text) -> str:
+    """Text safe inside one Markdown table cell."""
+    return str(text).replace("|", r"\|").replace("\r", "").replace("\n", "<br>")
+
+
+def _value(value) -> str:
+    return json.dumps(value) if not isinstance(value, str) else value
+
+
+def _verdict_text(check: dict) -> str:
+    text = f"**{check['verdict']}** {check['claim']}"
+    if check.get("detail"):
+        text += f": {check['detail']}"
+    if check.get("ours") is not None or check.get("source") is not None:
+        text += f" (ours: {_value(check.get('ours'))}; source: {_value(check.get('source'))})"
+    return _cell(text)
+
+
+def _files(profile_dir: Path, chapter: str, item_id: str) -> list[str]:
+    """Relative Markdown links to the item's existing output files."""
+    links = []
+    for kind in _FILE_KINDS:
+        if (profile_dir / chapter / f"{item_id}.{kind}").is_file():
+            links.append(f"[{kind}]({chapter}/{item_id}.{kind})")
+    return links
+
+
+def _load_checks(profile_dir: Path) -> list[dict]:
+    """All check records under ``<profile_dir>/*/checks.json`` (chapter from the folder)."""
+    records = []
+    for path in sorted(profile_dir.glob(f"*/{CHECKS_FILE}")):
+        for record in read_checks(path):
+            records.append({**record, "chapter": path.parent.name})
+    return records
+
+
+def _load_timings(profile_dir: Path) -> list[dict]:
+    path = profile_dir / "timings.json"
+    if not path.is_file():
+        return []
+    try:
+        timings = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as err:
+        raise ValueError(f"corrupt timings file {path}: {err}") from err
+    if not isinstance(timings, list):
+        raise ValueError(f"timings file {path} is not a JSON list")  # noqa: TRY004
+    return timings
+
+
+def _sidecar_commits(profile_dir: Path) -> list[str]:
+    """Distinct ``commit (dirty)`` strings found in the figure/table sidecars."""
+    seen = set()
+    for path in profile_dir.glob("*/*.json"):
+        if path.name == CHECKS_FILE:
+            continue
+        try:
+            record = json.loads(path.read_text(encoding="utf-8"))
+        except (json.JSONDecodeError, OSError):
+            continue
+        if isinstance(record, dict) and "commit" in record:
+            seen.add(f"{record['commit']}" + (" (dirty)" if record.get("dirty") else ""))
+    return sorted(seen)
+
+
+def _item_table(rows, checks_by_item, profile_dir) -> tuple[list[str], int]:
+    lines = [
+        ("| chapter | item | kind | caption | ours | source's claim | source's numbers "
+         "| our checks |"),
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    present = 0
+    for row in rows:
+        links = _files(profile_dir, row["chapter"], row["item_id"])
+        present += bool(links)
+        checks = checks_by_item.get((row["chapter"], row["item_id"]), [])
+        verdicts = "<br>".join(_verdict_text(c) for c in checks) or "no check"
+        cells = [row["chapter"], row["item_id"], row["kind"], row["caption"],
+                 " ".join(links) or "missing", row["source_claim"], row["source_numbers"]]
+        lines.append("| " + " | ".join(_cell(c) for c in cells) + f" | {verdicts} |")
+    return lines, present
+
+
+def _other_checks(others: list[dict]) -> list[str]:
+    if not others:
+        return []
+    lines = ["", "## Other checks", "", "Checks for items not in the inventory.", "",
+             "| chapter | item | check |", "|---|---|---|"]
+    for c in others:
+        lines.append(f"| {_cell(c['chapter'])} | {_cell(c['item_id'])} | {_verdict_text(c)} |")
+    return lines
+
+
+def _timings_section(timings: list[dict]) -> list[str]:
+    if not timings:
+        return []
+    lines = ["", "## Notebook run times", "", "| notebook | seconds | status |", "|---|---:|---|"]
+    for t in timings:
+        seconds = t.get("seconds")
+        shown = f"{seconds:.1f}" if isinstance(seconds, (int, float)) else _cell(seconds)
+        cells = (_cell(t.get("notebook", "?")), shown, _cell(t.get("status", "")))
+        lines.append("| " + " | ".join(cells) + " |")
+    total = sum(t["seconds"] for t in timings if isinstance(t.get("seconds"), (int, float)))
+    lines.append(f"| **total** | {total:.1f} | |")
+    return lines
+
+
+def render_report(profile: str, profile_dir: Path, rows: list[dict]) -> str:
+    """The text of ``REPORT.md`` for ``rows`` of the inventory and ``profile_dir``'s outputs."""
+    checks = _load_checks(profile_dir)
+    known = {(r["chapter"], r["item_id"]) for r in rows}
+    by_item: dict[tuple[str, str], list[dict]] = {}
+    for c in checks:
+        by_item.setdefault((c["chapter"], c["item_id"]), []).append(c)
+    others = [c for c in checks if (c["chapter"], c["item_id"]) not in known]
+    table, present = _item_table(rows, by_item, profile_dir)
+    counts = Counter(c.get("verdict") for c in checks)
+    git = git_info()
+    made_at = ", ".join(_sidecar_commits(profile_dir)) or "none"
+    head = [
+        f"# Report: profile `{profile}`",
+        "",
+        f"Built {utc_timestamp()} at commit `{git['commit']}`"
+        + (" (dirty)" if git["dirty"] else "") + f"; outputs made at commit(s): {made_at}.",
+        "",
+        f"- items: {len(rows)} in the inventory, {present} present, {len(rows) - present} missing",
+        f"- checks: {len(checks)} in all, "
+        + ", ".join(f"{counts.get(v, 0)} {v}" for v in _VERDICTS)
+        + f" ({len(others)} for items not in the inventory)",
+        "",
+        "## Items",
+        "",
+    ]
+    body = table + _other_checks(others) + _timings_section(_load_timings(profile_dir))
+    return "\n".join(head + body) + "\n"
+
+
+def build_report(profile: str, root=None, inventory=None) -> Path:
+    """Write ``<root>/<profile>/REPORT.md`` and return its path.
+
+    Args:
+        profile: one of ``smoke``, ``quick``, ``paper``.
+        root: the figures root; defaults to ``<repo>/figures``.
+        inventory: the inventory CSV; defaults to :func:`default_inventory`.
+
+    Returns:
+        Path of the written report.
+
+    Raises:
+        ValueError: unknown profile, or a missing or malformed inventory/checks/timings file.
+    """
+    validate_profile(profile)
+    root = Path(root) if root is not None else repo_root() / "figures"
+    rows = read_inventory(inventory if inventory is not None else default_inventory())
+    profile_dir = root / profile
+    path = profile_dir / "REPORT.md"
+    atomic_write_text(path, render_report(profile, profile_dir, rows))
+    return path
+
+
+def main(argv=None) -> int:
+    """Command line: ``python -m lalr_core.core.report --profile quick [--root R] [--inventory I]``."""
+    parser = argparse.ArgumentParser(description="Write figures/<profile>/REPORT.md")
+    parser.add_argument("--profile", default="quick")
+    parser.add_argument("--root", default=None, help="figures root (default <repo>/figures)")
+    parser.add_argument("--inventory", default=None, help="inventory CSV")
+    args = parser.parse_args(argv)
+    try:
+        path = build_report(args.profile, root=args.root, inventory=args.inventory)
+    except ValueError as err:
+        parser.error(str(err))
+    print(path)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

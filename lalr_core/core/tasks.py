@@ -1,0 +1,96 @@
+"""Tasks: what a training step computes from a batch, so the loop knows no data or model kind.
+
+A task is a frozen `TaskConfig` (its settings, part of the run's cache key) registered by name
+in ``TASKS``; ``RunConfig.task`` holds it. The loop calls:
+
+* ``load(cfg, device)``: the run's data (an object with ``.to(device)``);
+* ``build_model(cfg)``: the architecture (unseeded; the loop seeds it);
+* ``channels_last(cfg)``: whether the model runs in channels_last memory format;
+* ``batches(cfg, data, generator)``: the training batches of one epoch; ``generator`` is the
+  run's (seeded ``cfg.seed + 1``) for data order and augmentation;
+* ``loss(model, batch, autocast, generator)``: the mean loss (a tensor to backpropagate), the
+  number of correct predictions (a tensor, or None where accuracy means nothing) and the batch
+  size;
+* ``evaluate(cfg, model, data, split)``: ``(loss, accuracy)`` on ``"val"`` or ``"test"``;
+* ``eval_at_start``: also evaluate validation at step 0 when ``cfg.eval_every_steps`` is set.
+
+Image classification is the core task; a chapter registers others (Barlow Twins, a VAE,
+masked-language modelling, ...) with ``@TASKS.register(name)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+from lalr_core.core.augmentation import augment, augmix, crop_pad_for
+from lalr_core.core.config import TASKS, RunConfig, TaskConfig
+from lalr_core.core.data import DATASETS, ImageData, iterate_batches, load_data
+from lalr_core.core.models import build_model
+
+
+@torch.no_grad()
+def evaluate(model: torch.nn.Module, X: torch.Tensor, y: torch.Tensor,
+             batch_size: int = 1000) -> tuple[float, float]:
+    """Mean cross-entropy and accuracy (in [0, 1]) of ``model`` in eval mode."""
+    if len(X) == 0:
+        return float("nan"), float("nan")
+    was_training = model.training
+    model.eval()
+    loss_sum, correct = 0.0, 0
+    for Xb, yb in iterate_batches(X, y, batch_size, shuffle=False):
+        logits = model(Xb).float()
+        loss_sum += F.cross_entropy(logits, yb, reduction="sum").item()
+        correct += (logits.argmax(1) == yb).sum().item()
+    model.train(was_training)
+    return loss_sum / len(X), correct / len(X)
+
+
+def load_run_images(cfg: RunConfig, device: torch.device) -> ImageData:
+    """The run's image data (real or synthetic) on ``device``."""
+    return load_data(cfg.dataset, n_train=cfg.n_train, n_val=cfg.n_val, n_test=cfg.n_test,
+                     split_seed=cfg.split_seed, synthetic=cfg.synthetic, device=device)
+
+
+@TASKS.register("image_classification")
+@dataclass(frozen=True)
+class ImageClassification(TaskConfig):
+    """Cross-entropy on images (real or synthetic), on-device crop + flip and AugMix."""
+
+    name = "image_classification"
+    eval_at_start = False
+
+    def load(self, cfg: RunConfig, device: torch.device) -> ImageData:
+        return load_run_images(cfg, device)
+
+    def build_model(self, cfg: RunConfig) -> torch.nn.Module:
+        spec = DATASETS[cfg.dataset]
+        return build_model(cfg.model, in_channels=spec.in_channels, num_classes=spec.num_classes,
+                           width=cfg.width, image_size=spec.image_size)
+
+    def channels_last(self, cfg: RunConfig) -> bool:
+        return cfg.model != "mlp"
+
+    def batches(self, cfg: RunConfig, data: ImageData,
+                generator: torch.Generator) -> Iterator[tuple]:
+        for Xb, yb in iterate_batches(data.X_train, data.y_train, cfg.batch_size,
+                                      shuffle=True, generator=generator):
+            if cfg.augment:
+                Xb = augment(Xb, crop_pad=crop_pad_for(data.image_size), generator=generator)
+            if cfg.augmix:
+                Xb = augmix(Xb, data.name, generator=generator)
+            yield Xb, yb
+
+    def loss(self, model: torch.nn.Module, batch: tuple, autocast, generator):
+        Xb, yb = batch
+        with autocast:
+            logits = model(Xb)
+            loss = F.cross_entropy(logits.float(), yb)
+        return loss, (logits.detach().argmax(1) == yb).sum(), len(yb)
+
+    def evaluate(self, cfg: RunConfig, model: torch.nn.Module, data: ImageData, split: str):
+        X, y = (data.X_val, data.y_val) if split == "val" else (data.X_test, data.y_test)
+        return evaluate(model, X, y, cfg.eval_batch_size)

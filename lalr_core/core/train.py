@@ -1,0 +1,240 @@
+"""The training loop: one loop for every task, method and chapter.
+
+The loop knows no dataset, model kind or research method: the run's task (`lalr_core.core.tasks`)
+turns batches into losses, the optimiser comes from the registry with the run's methods' hooks
+(`lalr_core.core.optim`), and a method's per-epoch work runs as a callback it supplies.
+
+``train(cfg)`` runs one ``RunConfig`` and returns a result dict (tidy per-epoch history,
+per-step loss and lr, final metrics, callback results). A NaN/inf loss ends the run and is
+recorded as ``diverged`` (several source tables contain diverged settings), not raised.
+With ``checkpoint_dir`` the run saves its full state every ``checkpoint_every`` epochs and a
+later call resumes from it, so a killed run loses at most those epochs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import time
+from pathlib import Path
+from typing import Any, Iterable
+
+import numpy as np
+import pandas as pd
+import torch
+from tqdm.auto import tqdm
+
+from lalr_core.core import optim, tasks  # noqa: F401  (registers the core optimisers and tasks)
+from lalr_core.core.config import RunConfig
+from lalr_core.core.models import num_parameters
+from lalr_core.core.optim import make_optimizer
+from lalr_core.core.tasks import evaluate
+
+__all__ = ["evaluate", "initial_model", "load_checkpoint", "load_run_data", "lr_factor",
+           "make_optimizer", "resolve_device", "run_model", "save_checkpoint", "train"]
+
+
+# ----------------------------------------------------------------------------- helpers
+def resolve_device(device: str = "auto") -> torch.device:
+    """``auto`` = the first CUDA device if there is one, else the CPU."""
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(device)
+
+
+def lr_factor(cfg: RunConfig, epoch: int) -> float:
+    """Multiplier of the initial lr during ``epoch`` (0-indexed).
+
+    ``multistep``: ``lr_decay`` per milestone passed (torch MultiStepLR). ``cosine``: seed 001
+    eq. 2.12, ``lr_t = lr_0/2 * (1 + cos((t+1) pi / T))``, which reaches 0 at the last epoch.
+    ``cosine_tb``: TempBalance's code, one epoch behind eq. 2.12 (lr_0 in the first epoch, never
+    0; digest A-5), ``lr_0/2 * (1 + cos(t pi / T))``.
+    """
+    if cfg.schedule == "multistep":
+        return cfg.lr_decay ** sum(epoch >= m for m in cfg.milestones)
+    if cfg.schedule == "cosine":
+        return 0.5 * (1 + math.cos((epoch + 1) * math.pi / cfg.epochs))
+    if cfg.schedule == "cosine_tb":  # TempBalance's code: lr_0 in epoch 0, one epoch behind
+        return 0.5 * (1 + math.cos(epoch * math.pi / cfg.epochs))
+    return 1.0
+
+
+@contextlib.contextmanager
+def deterministic_mode(enabled: bool):
+    """Strict determinism for the duration of a run (restores the previous setting)."""
+    previous = torch.are_deterministic_algorithms_enabled()
+    if enabled:
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+        torch.use_deterministic_algorithms(True)
+    try:
+        yield
+    finally:
+        torch.use_deterministic_algorithms(previous)
+
+
+def run_model(cfg: RunConfig) -> torch.nn.Module:
+    """The run's architecture for its task (unseeded init; load weights into it)."""
+    return cfg.task.build_model(cfg)
+
+
+def initial_model(cfg: RunConfig) -> torch.nn.Module:
+    """The run's model at initialisation, exactly as `train` starts it (seeded by cfg.seed)."""
+    torch.manual_seed(cfg.seed)
+    return run_model(cfg)
+
+
+def load_run_data(cfg: RunConfig, device: torch.device):
+    """The data of a run (real or synthetic) on ``device``."""
+    return cfg.task.load(cfg, device)
+
+
+def _call(callbacks, hook: str, *args) -> None:
+    for cb in callbacks:
+        fn = getattr(cb, hook, None)
+        if fn is not None:
+            fn(*args)
+
+
+# ----------------------------------------------------------------------------- checkpoints
+def save_checkpoint(path: Path, state: dict) -> None:
+    """``torch.save`` via a temporary file unique to this process, renamed onto ``path``: a kill
+    leaves the previous checkpoint intact (`lalr_core.core.atomic_io.atomic_torch_save`)."""
+    from lalr_core.core.atomic_io import atomic_torch_save  # cheap: atomic_io is tiny
+
+    atomic_torch_save(state, path)
+
+
+def load_checkpoint(path: Path | None) -> dict | None:
+    if path is None or not path.exists():
+        return None
+    try:
+        return torch.load(path, map_location="cpu", weights_only=False)
+    except Exception:  # a corrupt checkpoint is discarded, the run restarts from scratch
+        path.unlink(missing_ok=True)
+        return None
+
+
+# ----------------------------------------------------------------------------- the loop
+def train(cfg: RunConfig, *, data=None, callbacks: Iterable = (),
+          progress: bool = True, checkpoint_dir: str | Path | None = None,
+          checkpoint_every: int = 0, eval_every: int = 1) -> dict[str, Any]:
+    """Train ``cfg.model`` on ``cfg.dataset`` and return the result dict.
+
+    Args:
+        cfg: the validated run configuration.
+        data: pre-loaded data (else loaded from ``cfg``); moved to the run's device.
+        callbacks: objects with optional hooks ``on_optimizer(optimizer)`` (right after
+            `make_optimizer`, before ``on_train_start``), ``on_train_start(model)``,
+            ``on_backward(model)`` (raw gradients, before clipping and the transform),
+            ``on_step(model)`` (after the optimiser step),
+            ``on_epoch_end(model, row)``, and ``result()``, ``state_dict()``,
+            ``load_state_dict(state)``; each needs a ``name`` attribute. The callbacks of
+            ``cfg.methods`` (``MethodConfig.callbacks``) are appended unless one of the same
+            name is given; e.g. TempBalance's result is ``callbacks["tempbalance"]``.
+        progress: show a tqdm bar over epochs.
+        checkpoint_dir: where to keep a resumable checkpoint (None = no checkpoints).
+        checkpoint_every: epochs between checkpoints (0 = never).
+        eval_every: epochs between validation/test evaluations (the last epoch always).
+
+    Returns:
+        dict with ``history`` (DataFrame, one row per epoch), ``steps`` (DataFrame: step,
+        epoch, lr, loss), ``final`` (dict of last metrics), ``diverged`` (bool),
+        ``callbacks`` (name -> result), ``num_parameters``, ``device``, ``wall_time_s``,
+        ``config`` (the cache key), ``evals`` (DataFrame: step, val_loss, val_acc every
+        ``cfg.eval_every_steps``), ``optimizer_stats`` (SVD fallbacks, skipped tensors).
+    """
+    callbacks = list(callbacks)
+    for method in cfg.methods:
+        given = {cb.name for cb in callbacks}
+        callbacks += [cb for cb in method.callbacks(cfg) if cb.name not in given]
+    task = cfg.task
+    device = resolve_device(cfg.device)
+    data = (data or task.load(cfg, device)).to(device)
+    torch.manual_seed(cfg.seed)
+    model = task.build_model(cfg).to(device)
+    if task.channels_last(cfg):
+        model = model.to(memory_format=torch.channels_last)
+    optimizer = make_optimizer(cfg, model)
+    _call(callbacks, "on_optimizer", optimizer)
+    gen = torch.Generator(device=device).manual_seed(cfg.seed + 1)  # data order + augmentation
+    ckpt_path = Path(checkpoint_dir) / "checkpoint.pt" if checkpoint_dir else None
+    state = {"epoch": 0, "rows": [], "steps": [], "evals": [], "diverged": False, "elapsed": 0.0}
+    _call(callbacks, "on_train_start", model)
+    if (ckpt := load_checkpoint(ckpt_path)) is not None:
+        model.load_state_dict(ckpt["model"])
+        optimizer.load_state_dict(ckpt["optimizer"])
+        gen.set_state(ckpt["generator"])
+        for cb in callbacks:
+            cb.load_state_dict(ckpt["callbacks"][cb.name])
+        state = {"evals": [], **ckpt["state"]}
+    if cfg.eval_every_steps and task.eval_at_start and not state["steps"] and not state["evals"]:
+        state["evals"].append((0, *task.evaluate(cfg, model, data, "val")))
+    autocast = (torch.autocast("cuda", dtype=torch.bfloat16) if cfg.bf16 and device.type == "cuda"
+                else contextlib.nullcontext())
+    bar = tqdm(range(state["epoch"], cfg.epochs), desc=f"{cfg.model}/{cfg.optimizer}",
+               disable=not progress, leave=False)
+    with deterministic_mode(cfg.deterministic):
+        for epoch in bar:
+            t0 = time.perf_counter()
+            lr = cfg.lr * lr_factor(cfg, epoch)
+            for group in optimizer.param_groups:
+                group["lr"] = lr * group.get("lr_scale", 1.0)
+            model.train()
+            losses, correct, seen, scored = [], torch.zeros((), device=device), 0, False
+            for batch in task.batches(cfg, data, gen):
+                loss, n_correct, n_batch = task.loss(model, batch, autocast, gen)
+                optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                _call(callbacks, "on_backward", model)
+                if cfg.clip_grad_norm is not None:
+                    torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.clip_grad_norm)
+                optimizer.step()
+                _call(callbacks, "on_step", model)
+                losses.append(loss.detach())
+                n_steps = len(state["steps"]) + len(losses)
+                if cfg.eval_every_steps and n_steps % cfg.eval_every_steps == 0:
+                    state["evals"].append((n_steps, *task.evaluate(cfg, model, data, "val")))
+                if n_correct is not None:  # None: the task has no accuracy
+                    correct, scored = correct + n_correct, True
+                seen += n_batch
+            step_losses = torch.stack(losses).float().cpu().numpy()  # one sync per epoch
+            first = len(state["steps"])
+            state["steps"] += [(first + i + 1, epoch + 1, lr, float(v))
+                               for i, v in enumerate(step_losses)]
+            row = {"epoch": epoch + 1, "step": len(state["steps"]), "lr": lr,
+                   "train_loss": float(step_losses.mean()), "train_acc": correct.item() / seen if scored else float("nan")}
+            if not np.isfinite(step_losses).all():
+                state["diverged"] = True
+            if (epoch + 1) % eval_every == 0 or epoch + 1 == cfg.epochs or state["diverged"]:
+                row["val_loss"], row["val_acc"] = task.evaluate(cfg, model, data, "val")
+                row["test_loss"], row["test_acc"] = task.evaluate(cfg, model, data, "test")
+            state["elapsed"] += time.perf_counter() - t0
+            row["time_s"] = state["elapsed"]
+            state["rows"].append(row)
+            state["epoch"] = epoch + 1
+            _call(callbacks, "on_epoch_end", model, row)
+            bar.set_postfix(loss=f"{row['train_loss']:.3f}", val=f"{row.get('val_acc', np.nan):.3f}")
+            if state["diverged"]:
+                break
+            if ckpt_path and checkpoint_every and state["epoch"] % checkpoint_every == 0:
+                ckpt_path.parent.mkdir(parents=True, exist_ok=True)
+                save_checkpoint(ckpt_path, {
+                    "model": model.state_dict(), "optimizer": optimizer.state_dict(),
+                    "generator": gen.get_state(), "state": state,
+                    "callbacks": {cb.name: cb.state_dict() for cb in callbacks}})
+    history = pd.DataFrame(state["rows"])
+    last = history.ffill().iloc[-1].to_dict() if len(history) else {}
+    return {
+        "history": history,
+        "steps": pd.DataFrame(state["steps"], columns=["step", "epoch", "lr", "loss"]),
+        "evals": pd.DataFrame(state["evals"], columns=["step", "val_loss", "val_acc"]),
+        "optimizer_stats": dict(getattr(optimizer, "stats", {})),
+        "final": {k: float(v) for k, v in last.items()},
+        "diverged": state["diverged"],
+        "callbacks": {cb.name: cb.result() for cb in callbacks},
+        "num_parameters": num_parameters(model),
+        "device": str(device),
+        "wall_time_s": state["elapsed"],
+        "config": cfg.key(),
+    }

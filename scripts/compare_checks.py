@@ -1,0 +1,82 @@
+"""Did a refactor change any result? Compare two `figures/<profile>` trees.
+
+Usage:
+    python scripts/compare_checks.py snapshot figures/quick before.json
+    python scripts/compare_checks.py compare before.json figures/quick
+
+``snapshot`` records every check of every chapter (item, claim, verdict, our numbers, the
+source's numbers, detail) and a sha256 of every table CSV; ``compare`` reports each check or
+table that differs, and exits 1 if any does. Provenance that must differ between two runs
+(commit, dirty flag, timestamps) is left out. Use it before and after a change that should not
+change any result (same profile, same thread count, from an empty cache).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+from pathlib import Path
+
+CHECK_FIELDS = ("item_id", "claim", "verdict", "passed", "detail", "ours", "source")
+
+
+def snapshot(figures: Path) -> dict:
+    """``{"checks": {chapter: [check, ...]}, "tables": {relative csv path: sha256}}``."""
+    checks = {}
+    for path in sorted(figures.glob("*/checks.json")):
+        rows = json.loads(path.read_text())
+        checks[path.parent.name] = [{k: row.get(k) for k in CHECK_FIELDS} for row in rows]
+    tables = {str(p.relative_to(figures)): hashlib.sha256(p.read_bytes()).hexdigest()
+              for p in sorted(figures.glob("*/*.csv"))}
+    return {"checks": checks, "tables": tables}
+
+
+def differences(before: dict, after: dict) -> list[str]:
+    """Human-readable lines, one per differing check, table, or missing / extra item."""
+    out = []
+    for chapter in sorted(set(before["checks"]) | set(after["checks"])):
+        a, b = before["checks"].get(chapter), after["checks"].get(chapter)
+        if a is None or b is None:
+            out.append(f"{chapter}: checks.json only in {'after' if a is None else 'before'}")
+            continue
+        if len(a) != len(b):
+            out.append(f"{chapter}: {len(a)} checks before, {len(b)} after")
+        for i, (x, y) in enumerate(zip(a, b)):
+            if x != y:
+                diff = {k: (x.get(k), y.get(k)) for k in CHECK_FIELDS if x.get(k) != y.get(k)}
+                out.append(f"{chapter} #{i} {x['item_id']} ({x['claim'][:60]}): {diff}")
+    for table in sorted(set(before["tables"]) | set(after["tables"])):
+        a, b = before["tables"].get(table), after["tables"].get(table)
+        if a != b:
+            out.append(f"table {table}: " + ("missing after" if b is None else
+                                             "new" if a is None else "content differs"))
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    snap = sub.add_parser("snapshot")
+    snap.add_argument("figures", type=Path)
+    snap.add_argument("out", type=Path)
+    comp = sub.add_parser("compare")
+    comp.add_argument("before", type=Path)
+    comp.add_argument("figures", type=Path)
+    args = parser.parse_args(argv)
+    if not args.figures.is_dir():
+        parser.error(f"{args.figures} is not a folder of figures")
+    if args.cmd == "snapshot":
+        snap_ = snapshot(args.figures)
+        args.out.write_text(json.dumps(snap_, indent=1, sort_keys=True))
+        n = sum(map(len, snap_["checks"].values()))
+        print(f"{n} checks in {len(snap_['checks'])} chapters, {len(snap_['tables'])} tables")
+        return 0
+    diffs = differences(json.loads(args.before.read_text()), snapshot(args.figures))
+    print("\n".join(diffs) if diffs else "identical: every check and table")
+    return 1 if diffs else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

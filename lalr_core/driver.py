@@ -48,8 +48,8 @@ def prepare_data(chapters: list[str], profile: str) -> None:
     for chapter in chapters:
         if chapter in CHAPTERS:
             s = chapter_settings(chapter, profile)
-            if not s.get("synthetic", False):
-                needed.add(s["dataset"])
+            if not getattr(s, "synthetic", False):
+                needed.add(s.dataset)
     for name in sorted(needed):
         print(f"data: ensuring {name} ...", flush=True)
         ensure_dataset(name)

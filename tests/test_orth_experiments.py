@@ -1,15 +1,20 @@
 """Chapter-06 settings, run builders, summaries and the source tables."""
 
+import dataclasses
+import json
 import math
+import re
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
 from lalr_core.chapters import ch06_orthogonal_sgdm as ox
-from lalr_core.chapters import chapter_settings
+from lalr_core.chapters import chapter, chapter_settings
 from lalr_core.core.units import train_runs
-from lalr_core.core.config import RunConfig
+from lalr_core.core.config import PROFILES, RunConfig
+from lalr_core.core.figures import param_hash
 from lalr_core.methods.orthogonal import GradTransform
 from lalr_core.core.runs import RunCache
 
@@ -18,7 +23,7 @@ def test_orth_settings_resolve_and_builders_are_consistent():
     for profile in ("smoke", "quick", "paper"):
         s = chapter_settings("06", profile)
         suite = ox.suite_configs(s)
-        assert len(suite) == len(s["suite_models"]) * 2 * s["seeds"]
+        assert len(suite) == len(s.suite_models) * 2 * s.seeds
         probes = ox.with_probes(s, suite)
         assert sum("representations" in p for p in probes) == 2 and sum("zero_grad" in p for p in probes) == 2
         t51 = ox.table51_configs(s)
@@ -84,9 +89,159 @@ def test_every_section_builds_valid_runs_and_the_sweep_starts_with_the_longest()
                                  "fig5.14", "fig5.10", "figI"}
         for cfgs, cbs in sections.values():
             assert len(cfgs) == len(cbs) and all(isinstance(c, RunConfig) for c in cfgs)
-        cfgs, _ = ox.all_runs(s)
+        cfgs, _ = ox.CHAPTER.all_runs(s)
         costs = [ox.run_cost(c) for c in cfgs]
         assert costs == sorted(costs, reverse=True)
     paper = ox.section_runs(chapter_settings("06", "paper"))
     assert len(paper["table5.4"][0]) == 4 * 5 * 4 * 5      # lr x momentum x optimiser x 5 runs
     assert {c.model for c in paper["suite"][0]} >= {"resnet20", "resnet44", "wide_resnet50_2_tv"}
+
+
+# ----------------------------------------------------------------------------- typed settings
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_every_profile_constructs_and_passes_check():
+    assert sorted(ox.PROFILES) == sorted(PROFILES) and chapter("06") is ox.CHAPTER
+    for profile, s in ox.PROFILES.items():
+        assert isinstance(s, ox.Settings)
+        s.check()
+        assert chapter_settings("06", profile) == s
+        assert dataclasses.replace(s) == s  # reconstructs (and re-checks) unchanged
+        assert param_hash(s.as_dict()) == param_hash(json.loads(json.dumps(s.as_dict())))
+
+
+def test_every_setting_is_read():
+    """No dead settings: each field is read by the run builders or the notebook."""
+    text = "\n".join(p.read_text() for p in (
+        ROOT / "lalr_core/chapters/ch06_orthogonal_sgdm/runs.py",
+        ROOT / "notebooks/src/06_orthogonal_sgdm.py"))
+    unread = [f.name for f in dataclasses.fields(ox.Settings)
+              if not re.search(rf"\b[sS]\.{f.name}\b", text)]
+    assert not unread
+
+
+BAD = [  # (overrides at smoke, what the error names)
+    ({"lr": 0}, "'lr' must be positive"),
+    ({"t51_adam_lr": 0.0}, "'t51_adam_lr' must be positive"),
+    ({"cos_lrs": [1.0, 0]}, "'cos_lrs' must be positive"),
+    ({"bt_lr": "fast"}, "'bt_lr' must be a number"),
+    ({"lr": "1e-2"}, "'lr' must be a number"),
+    ({"epochs": 0}, "'epochs' must be positive"),
+    ({"epochs": "3"}, "'epochs' must be an integer"),
+    ({"t54_epochs": 1.5}, "'t54_epochs' must be an integer"),
+    ({"seeds": 0}, "'seeds' must be positive"),
+    ({"batch_size": -64}, "'batch_size' must be positive"),
+    ({"f514_batches": [4, 0]}, "'f514_batches' must be positive"),
+    ({"t51_model": "resnet_1000"}, "unknown model 'resnet_1000'"),
+    ({"suite_models": ["basic_cnn", "vit"]}, "unknown model 'vit'"),
+    ({"widths": {"resnet_8": 0.5}}, "unknown model 'resnet_8'"),
+    ({"dataset": "imagenet22k"}, "unknown dataset 'imagenet22k'"),
+    ({"tdp_window": 0}, "'tdp_window' must be positive"),
+    ({"bt_window": 0}, "'bt_window' must be positive"),
+    ({"cos_every": 0}, "'cos_every' must be positive"),
+    ({"vae_eval_every": 0}, "'vae_eval_every' must be positive"),
+    ({"f57_eval_every": -1}, "'f57_eval_every' must be >= 0"),
+    ({"momentum": 1.0}, "'momentum' must lie in \\[0, 1\\)"),
+    ({"t54_moms": [0.9, -0.1]}, "'t54_moms' must lie in \\[0, 1\\)"),
+    ({"bt_noise": -0.1}, "'bt_noise' must be >= 0"),
+    ({"thresholds": [50]}, "'thresholds' must be >= 2 percentages"),
+    ({"thresholds": [50, 150]}, "'thresholds' must be >= 2 percentages"),
+    ({"t51_milestones": [2]}, "'t51_milestones' must be increasing"),
+    ({"ns_seeds": 2}, "'ns_seeds' must be <= seeds"),
+    ({"rep_model": "resnet20"}, "'rep_model' must be one of suite_models"),
+    ({"cos_layers": ["conv2"]}, "'cos_layers' must have 2 items"),
+    ({"widths": {"resnet8": 0}}, "'widths' must map models to positive numbers"),
+    ({"t51_adamw": "yes"}, "'t51_adamw' must be true or false"),
+    ({"executor": "dask"}, "'executor' must be one of"),
+    ({"workers": 0}, "'workers' must be positive"),
+    ({"f57_imagenet": {"model": "resnet34", "seed": 1}}, "'f57_imagenet' has unknown keys"),
+    ({"f57_imagenet": {"model": "resnet20"}}, "'f57_imagenet' needs a torchvision model"),
+]
+
+
+@pytest.mark.parametrize("overrides, match", BAD, ids=[str(o) for o, _ in BAD])
+def test_bad_values_stop_at_the_settings_before_any_compute(overrides, match, monkeypatch):
+    import lalr_core.core.units as units
+
+    monkeypatch.setattr(units, "sweep", lambda *a, **k: pytest.fail("compute started"))
+    with pytest.raises(ValueError, match=match):
+        chapter_settings("06", "smoke", overrides)
+
+
+def test_unknown_override_names_the_known_settings():
+    with pytest.raises(ValueError) as err:
+        chapter_settings("06", "quick", {"learning_rate": 0.1})
+    message = str(err.value)
+    assert "unknown setting 'learning_rate'" in message
+    assert all(repr(f.name) in message for f in dataclasses.fields(ox.Settings))
+
+
+def test_overrides_apply_and_none_keeps_the_profile_value():
+    s = chapter_settings("06", "smoke", {"t54_lrs": [0.5], "seeds": None, "tdp_window": 7})
+    assert s.t54_lrs == (0.5,) and s.seeds == 1 and s.tdp_window == 7
+    assert [c.lr for c in ox.CHAPTER.runs(s, "table5.4")[0]] == [0.5] * 4
+
+
+# The smoke profile's runs, written out: every section's configs and callbacks, in order.
+_DATA = dict(dataset="fashion_mnist", synthetic=True, n_train=256, n_val=64, n_test=64,
+             augment=False)
+_UNTUNED = dict(_DATA, optimizer="sgdm", lr=1e-2, momentum=0.9, wd=5e-4, batch_size=64, epochs=2)
+_ORTH, _NS = (GradTransform("orth"),), (GradTransform("orth", method="newton_schulz"),)
+_NORM, _CNORM = (GradTransform("norm"),), (GradTransform("cnorm"),)
+_CONV = (GradTransform("orth", layers="conv"),)
+_REP = {"representations": {"modules": ["bn1", "bn2", "bn3"], "every": 2}}
+_TDP = {"zero_grad": {"layer": "layer2.0.conv2"}}
+_COS = {"filter_cos": {"layers": ["conv2", "conv3"], "every": 2}}
+_SYM = {"symmetry": {"layer": "conv2", "every": 1}}
+
+
+def _u(model, methods=(), **changes):
+    width = 0.5 if model == "resnet8" else 1.0
+    return RunConfig(**{**_UNTUNED, "model": model, "width": width, "methods": methods, **changes})
+
+
+def _t51(methods=(), **hyper):
+    return RunConfig(**_DATA, model="basic_cnn", batch_size=64, epochs=2, schedule="multistep",
+                     milestones=(1,), methods=methods, **hyper)
+
+
+_SGDM51 = dict(optimizer="sgdm", lr=0.05, momentum=0.85)
+_ADAM51 = dict(optimizer="adam", lr=1e-3, betas=(0.9, 0.99), wd=1e-4)
+SMOKE_RUNS = {
+    "suite": [(_u("basic_cnn"), _REP), (_u("basic_cnn", _ORTH), _REP), (_u("resnet8"), _TDP),
+              (_u("resnet8", _ORTH), _TDP), (_u("mlp"), {}), (_u("mlp", _ORTH), {}),
+              (_u("basic_cnn", _NS), {}), (_u("resnet8", _NS), {}), (_u("mlp", _NS), {})],
+    "table5.1": [(_t51(m, **h), {}) for h in (
+        dict(_SGDM51, wd=1e-3), _ADAM51, dict(_SGDM51, wd=1e-4, clip_grad_norm=1.0),
+        dict(_ADAM51, clip_grad_norm=1.0)) for m in ((), _ORTH)],
+    "table5.4": [(_u("basic_cnn", m, lr=lr, epochs=1, **opt), {}) for lr in (0.1, 0.01)
+                 for opt in (dict(momentum=0.9), dict(optimizer="adam", betas=(0.9, 0.999)))
+                 for m in ((), _ORTH)],
+    "fig5.7": [(_u("basic_cnn", m, n_train=None, epochs=1, eval_every_steps=2), {})
+               for m in ((), _ORTH)],
+    "table5.5": [(_u(mod, m), cb if m in ((), _ORTH) else {}) for mod, cb in
+                 (("basic_cnn", _REP), ("resnet8", _TDP)) for m in ((), _NORM, _CNORM, _ORTH)],
+    "table5.6": [(_u(mod, m), cb if m in ((), _ORTH) else {}) for mod, cb in
+                 (("basic_cnn", _REP), ("resnet8", _TDP)) for m in ((), _ORTH, _CONV)],
+    "fig5.14": [(_u("basic_cnn", m, batch_size=b, n_train=64, epochs=1), {}) for b in (4, 32)
+                for m in ((), _ORTH)],
+    "fig5.10": [(_u("basic_cnn", m, lr=lr, epochs=1), _COS) for lr in (1.0, 0.01)
+                for m in ((), _ORTH)],
+    "figI": [(_u(mod, epochs=1), _SYM) for mod in ("basic_cnn", "basic_cnn_skip")],
+}
+
+
+def test_smoke_section_runs_are_the_fixed_configs():
+    s = chapter_settings("06", "smoke")
+    assert list(ox.section_runs(s)) == list(SMOKE_RUNS)
+    for section, expected in SMOKE_RUNS.items():
+        configs, callbacks = ox.CHAPTER.runs(s, section)
+        assert list(zip(configs, callbacks)) == expected, section
+        assert [c.key() for c in configs] == [c.key() for c, _ in expected], section
+    configs, callbacks = ox.CHAPTER.all_runs(s)
+    union = {(c, json.dumps(cb, sort_keys=True)) for runs in SMOKE_RUNS.values() for c, cb in runs}
+    assert len(configs) == len(union) == 43
+    assert {(c, json.dumps(cb, sort_keys=True)) for c, cb in zip(configs, callbacks)} == union
+    with pytest.raises(ValueError, match="unknown section 'table5.7'"):
+        ox.CHAPTER.runs(s, "table5.7")

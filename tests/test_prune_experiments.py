@@ -1,4 +1,6 @@
-"""Chapter 02b (seed 001 ch. 3): profile table, run builders and the checks' arithmetic."""
+"""Chapter 02b (seed 001 ch. 3): typed settings, run builders and the checks' arithmetic."""
+
+import dataclasses
 
 import numpy as np
 import pandas as pd
@@ -7,7 +9,7 @@ import torch
 
 from lalr_core.methods import channel_masks
 from lalr_core.chapters import ch02b_htsr_pruning as px
-from lalr_core.chapters import chapter_settings
+from lalr_core.chapters import chapter, chapter_settings
 from lalr_core.core.models import build_model
 from lalr_core.core.config import RunConfig
 
@@ -49,13 +51,13 @@ def test_ten_metrics_in_three_groups():
 @pytest.mark.parametrize("profile", PROFILES)
 def test_settings_validate(profile):
     s = chapter_settings("02b", profile)
-    assert set(s["f33_metrics"]) <= set(px.METRICS)
-    assert set(s["te_metrics"]) <= set(s["f33_metrics"])
-    assert set(s["grid_metrics"]) <= set(px.METRICS) and set(s["f33_augs"]) <= set(px.AUGS)
-    assert all(0 <= p < 1 for p in (*s["f33_ratios"], *s["vgg_ratios"], *s["f326_ratios"]))
+    assert set(s.f33_metrics) <= set(px.METRICS)
+    assert set(s.te_metrics) <= set(s.f33_metrics)
+    assert set(s.grid_metrics) <= set(px.METRICS) and set(s.f33_augs) <= set(px.AUGS)
+    assert all(0 <= p < 1 for p in (*s.f33_ratios, *s.vgg_ratios, *s.f326_ratios))
     if profile == "paper":
-        assert s["dataset"] == "cifar100" and s["models"]["vgg"] == "vgg19_cifar"
-        assert s["ft_lr"] == 0.05 and len(s["vgg_ratios"]) == 11 and s["f322_ratio"] == 0.553
+        assert s.dataset == "cifar100" and s.models["vgg"] == "vgg19_cifar"
+        assert s.ft_lr == 0.05 and len(s.vgg_ratios) == 11 and s.f322_ratio == 0.553
 
 
 def test_unknown_override_raises():
@@ -63,6 +65,83 @@ def test_unknown_override_raises():
         chapter_settings("02b", "quick", {"no_such_setting": 1})
     with pytest.raises(ValueError, match="unknown profile"):
         chapter_settings("02b", "huge")
+    with pytest.raises(ValueError, match=r"known: \[.*'f33_epochs'.*'vgg_ratios'"):
+        chapter_settings("02b", "smoke", {"f33_epoch": 3})
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_every_profile_constructs_and_passes_its_check(profile):
+    s = px.PROFILES[profile]
+    assert isinstance(s, px.Settings) and chapter("02b").profiles[profile] is s
+    s.check()
+    assert chapter_settings("02b", profile) == s
+    assert set(s.as_dict()) == {f.name for f in dataclasses.fields(px.Settings)}
+
+
+def test_papermill_overrides_keep_working():
+    s = chapter_settings("02b", "smoke", {"f33_epochs": 3, "f33_ratios": [0.5, 0.7],
+                                          "seed": None})
+    assert s.f33_epochs == 3 and s.f33_ratios == (0.5, 0.7) and s.seed == px.PROFILES["smoke"].seed
+    assert px.PROFILES["smoke"].f33_epochs == 2                    # the profile is not touched
+
+
+_MODELS = dict(px.PROFILES["smoke"].models)
+
+
+@pytest.mark.parametrize("bad, match", [
+    ({"pretrain_lr": 0}, "pretrain_lr"),
+    ({"ft_lr": 0.0}, "ft_lr"),
+    ({"ft_lr": -0.05}, "ft_lr"),
+    ({"pretrain_lr": "fast"}, "pretrain_lr.*number"),
+    ({"pretrain_epochs": 0}, "pretrain_epochs"),
+    ({"f33_epochs": 0}, "f33_epochs"),
+    ({"f33_epochs": "3"}, "f33_epochs.*integer"),
+    ({"vgg_epochs": 2.5}, "vgg_epochs.*integer"),
+    ({"f322_epochs": 0}, "f322_epochs"),
+    ({"f326_epochs": -1}, "f326_epochs"),
+    ({"batch_size": 0}, "batch_size"),
+    ({"workers": 0}, "workers"),
+    ({"n_train": 0}, "n_train"),
+    ({"seed": -1}, "seed"),
+    ({"wd": -1e-4}, "wd"),
+    ({"momentum": 1.0}, "momentum"),
+    ({"executor": "slurm"}, "executor"),
+    ({"dataset": "imagenet_mini"}, "dataset.*unknown dataset"),
+    ({"models": _MODELS | {"vgg": "vgg_huge"}}, "models.*vgg.*unknown model"),
+    ({"models": {k: v for k, v in _MODELS.items() if k != "vgg"}}, "models.*vgg"),
+    ({"models": "vgg_mini"}, "models.*mapping"),
+    ({"f33_augs": ("cutmix",)}, "f33_augs.*augmentations"),
+    ({"grid_metrics": ()}, "grid_metrics.*empty"),
+    ({"fig31_roles": ("resnet",)}, "fig31_roles"),
+    ({"augmix_roles": ("densenet",)}, "augmix_roles.*mobilenet"),
+    ({"fig32_roles": ("wrn",)}, "fig32_roles"),
+    ({"fig31_sparsity": 1.0}, "fig31_sparsity"),
+    ({"f33_ratios": (0.0, 0.5)}, "f33_ratios"),
+    ({"f326_ratios": ()}, "f326_ratios"),
+    ({"te_ratios": (0.96,)}, "te_ratios"),
+    ({"f322_ratio": 1.0}, "f322_ratio"),
+    ({"vgg_ratios": (-0.1,)}, "vgg_ratios"),
+])
+def test_bad_values_stop_at_chapter_settings(bad, match):
+    """Each bad value stops where the notebook's first cell resolves its settings."""
+    with pytest.raises(ValueError, match=match):
+        chapter_settings("02b", "smoke", bad)
+
+
+def test_the_pretraining_section_is_a_fixed_list_at_smoke():
+    s = chapter_settings("02b", "smoke")
+    cfgs, cbs = chapter("02b").runs(s, "pretraining")
+    assert [(c.model, c.augmix) for c in cfgs] == [
+        ("densenet10_mini", True), ("wrn10_1", True), ("mobilenetv2_mini", True),
+        ("densenet10_mini", False), ("wrn10_1", False), ("mobilenetv2_mini", False),
+        ("vgg_mini", False)]
+    common = dict(dataset="digits", n_train=256, augment=True, optimizer="sgdm", lr=0.1,
+                  momentum=0.9, wd=5e-4, batch_size=64, epochs=2, schedule="cosine", seed=0)
+    assert all(c == c.replace(**common) for c in cfgs)
+    spectral = {"xmin": "ks", "conv": "flatten", "every": 1}
+    assert cbs == [{"weights": {}, "spectral": spectral}] * 2 + [{"weights": {}}] + \
+        [{"weights": {}, "spectral": spectral}] * 2 + [{"weights": {}}] * 2
+    assert (cfgs, cbs) == px.pretrain_runs(s) == chapter("02b").all_runs(s)
 
 
 @pytest.mark.parametrize("profile", PROFILES)
@@ -75,13 +154,13 @@ def test_builders_yield_valid_configs(profile):
     for name, specs in plan.items():
         for x in specs:
             cfg, cb = x["cfg"], x["callbacks"]
-            assert isinstance(cfg, RunConfig) and not cfg.augmix and cfg.lr == s["ft_lr"]
+            assert isinstance(cfg, RunConfig) and not cfg.augmix and cfg.lr == s.ft_lr
             assert RunConfig(**cfg.key()) == cfg                         # round-trips as a key
             assert cb["pruned_start"]["pretrained"] == px.pretrain_unit(s, x["role"], x["aug"])
             assert all(0 <= r < 1 for r in cb["pruned_start"]["ratios"].values())
-    n33 = (len(s["f33_ratios"]) + len(s["f33_aug_ratios"])) * (1 + 2 * len(s["f33_metrics"]))
+    n33 = (len(s.f33_ratios) + len(s.f33_aug_ratios)) * (1 + 2 * len(s.f33_metrics))
     assert len(plan["fig3.3"]) == n33
-    assert len(plan["vgg"]) == 2 * len(s["vgg_ratios"])
+    assert len(plan["vgg"]) == 2 * len(s.vgg_ratios)
     assert {x["layer_lr"] for x in plan["fig3.22"]} == {"none", "eq2.13"}
     cfgs, _ = px.all_finetunes(plan)
     assert cfgs[0].epochs == max(c.epochs for c in cfgs)

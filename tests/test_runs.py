@@ -463,7 +463,7 @@ def test_registered_family_keys_without_fn(cache, tmp_path):
         put = cache.put("fam_test", {"a": 6}, 6)
         assert put.name == cache.key({"a": 6}, fn=unit)
     finally:
-        runs._FAMILIES.pop("fam_test")
+        runs.FAMILIES.pop("fam_test")
 
 
 def test_pretrained_weights_reads_what_the_training_unit_stored(tmp_path, monkeypatch):

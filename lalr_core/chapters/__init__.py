@@ -1,9 +1,9 @@
 """The chapters: one module (or package) per notebook, and the registry the driver reads.
 
-Each chapter module holds its notebook's profile table, run builders and chapter-only units;
-chapters import methods and the core, never each other. ``CHAPTERS`` names each chapter's
-module and table; ``chapter_settings`` resolves a chapter's settings at a profile (with the
-chapter's own checks), so bad input stops before any compute.
+Each chapter module holds its notebook's typed settings per profile, its sections' runs and
+chapter-only units, as a `lalr_core.core.chapter.Chapter` named ``CHAPTER``; chapters import
+methods and the core, never each other. ``chapter_settings`` resolves a chapter's settings at
+a profile, so bad input stops before any compute.
 """
 
 from __future__ import annotations
@@ -12,30 +12,26 @@ import importlib
 from collections.abc import Mapping
 from typing import Any
 
-from lalr_core.core.config import resolve
+from lalr_core.core.chapter import Chapter
 
-# chapter id -> (module, profile table, settings check or None)
-CHAPTERS: dict[str, tuple[str, str, str | None]] = {
-    "02": ("ch02_tempbalance", "TEMPBALANCE", None),
-    "02b": ("ch02b_htsr_pruning", "PRUNING", "check_settings"),
-    "04": ("ch04_directedness", "DIRECTEDNESS", None),
-    "06": ("ch06_orthogonal_sgdm", "ORTHOGONAL", None),
+CHAPTERS: dict[str, str] = {  # chapter id -> module
+    "02": "ch02_tempbalance",
+    "02b": "ch02b_htsr_pruning",
+    "04": "ch04_directedness",
+    "06": "ch06_orthogonal_sgdm",
 }
 
 
-def chapter_table(chapter: str) -> dict[str, dict[str, Any]]:
-    """The profile table of ``chapter`` (raises ``ValueError`` for an unknown chapter)."""
-    if chapter not in CHAPTERS:
-        raise ValueError(f"unknown chapter {chapter!r}; known: {sorted(CHAPTERS)}")
-    module, table, _ = CHAPTERS[chapter]
-    return getattr(importlib.import_module(f"{__name__}.{module}"), table)
+def chapter(chapter_id: str) -> Chapter:
+    """The `Chapter` object of ``chapter_id`` (raises ``ValueError`` for an unknown id)."""
+    if chapter_id not in CHAPTERS:
+        raise ValueError(f"unknown chapter {chapter_id!r}; known: {sorted(CHAPTERS)}")
+    return importlib.import_module(f"{__name__}.{CHAPTERS[chapter_id]}").CHAPTER
 
 
-def chapter_settings(chapter: str, profile: str,
-                     overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """Resolved settings of ``chapter`` at ``profile`` (raises ``ValueError`` on bad input)."""
-    settings = resolve(chapter_table(chapter), profile, overrides)
-    module, _, check = CHAPTERS[chapter]
-    if check is None:
-        return settings
-    return getattr(importlib.import_module(f"{__name__}.{module}"), check)(settings)
+def chapter_settings(chapter_id: str, profile: str, overrides: Mapping[str, Any] | None = None):
+    """The checked settings of ``chapter_id`` at ``profile`` with ``overrides``.
+
+    Raises ``ValueError`` for an unknown chapter, profile or setting, or a bad value.
+    """
+    return chapter(chapter_id).settings(profile, overrides)

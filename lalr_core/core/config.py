@@ -1,9 +1,9 @@
 """Profiles (smoke / quick / paper) and validated run configurations.
 
 A notebook's ``parameters`` cell names a ``profile`` and a dict of ``overrides``; the chapter's
-profile table (in ``lalr_core.chapters``) fills every heavy setting, ``resolve`` merges the
-overrides and rejects unknown keys, and ``RunConfig`` validates one training run before any
-compute. The resolved ``RunConfig`` (minus the device) is the cache key of the run.
+typed settings (`lalr_core.core.chapter`) fill every heavy setting and check the overrides,
+and ``RunConfig`` validates one training run before any compute. The resolved ``RunConfig``
+(minus the device) is the cache key of the run.
 
 ``RunConfig`` holds what every run has (data, model, optimiser, schedule, seed). A research
 method's settings travel in ``RunConfig.methods`` as that method's own frozen `MethodConfig`
@@ -102,23 +102,6 @@ def check_profile(profile: str) -> str:
     return profile
 
 
-def resolve(table: Mapping[str, Mapping[str, Any]], profile: str,
-            overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """Settings of ``profile`` from a chapter's table, with ``overrides`` applied.
-
-    Override values of ``None`` mean "keep the profile's value" (papermill passes every
-    parameter). Raises ``ValueError`` for an unknown profile or an unknown override key.
-    """
-    check_profile(profile)
-    settings = dict(table[profile])
-    for key, value in (overrides or {}).items():
-        if key not in settings:
-            raise ValueError(f"unknown setting {key!r} for this chapter; known: {sorted(settings)}")
-        if value is not None:
-            settings[key] = type(settings[key])(value) if isinstance(settings[key], tuple) else value
-    return settings
-
-
 def _positive(name: str, value, allow_none: bool = False):
     if value is None and allow_none:
         return
@@ -202,7 +185,8 @@ class RunConfig:
         if self.n_val < 0 or self.wd < 0:
             raise ValueError(f"n_val and wd must be >= 0, got {self.n_val}, {self.wd}")
         if not 0 <= self.momentum < 1 or not all(0 <= b < 1 for b in self.betas):
-            raise ValueError(f"momentum and betas must lie in [0, 1), got {self.momentum}, {self.betas}")
+            raise ValueError(f"momentum and betas must lie in [0, 1), got {self.momentum}, "
+                             f"{self.betas}")
         if not 0 < self.lr_decay <= 1:
             raise ValueError(f"lr_decay must lie in (0, 1], got {self.lr_decay}")
         if sorted(self.milestones) != list(self.milestones) or any(
@@ -210,7 +194,8 @@ class RunConfig:
             raise ValueError(f"milestones must be increasing epochs in (0, {self.epochs}), "
                              f"got {self.milestones}")
         if self.device not in ("auto", "cpu") and not self.device.startswith(("cuda", "mps")):
-            raise ValueError(f"device must be 'auto', 'cpu', 'cuda[:k]' or 'mps', got {self.device!r}")
+            raise ValueError(f"device must be 'auto', 'cpu', 'cuda[:k]' or 'mps', "
+                             f"got {self.device!r}")
         if self.augmix and not self.augment:
             raise ValueError("augmix=True needs augment=True (AugMix follows the crop and flip)")
         self._check_methods()

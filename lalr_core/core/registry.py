@@ -61,7 +61,8 @@ class Registry:
 
     def __getitem__(self, name: str) -> Any:
         if name not in self:
-            raise ValueError(f"unknown {self.kind} {name!r}; choose one of {', '.join(self.names())}")
+            raise ValueError(f"unknown {self.kind} {name!r}; "
+                             f"choose one of {', '.join(self.names())}")
         return self._items[name]
 
     def names(self) -> list[str]:

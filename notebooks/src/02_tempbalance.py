@@ -64,7 +64,7 @@
 # %% tags=["parameters"]
 # parameters
 profile = "smoke"   # smoke | quick | paper
-overrides = {}      # any setting of the chapter's profile table, e.g. {"seeds": 3}
+overrides = {}      # any field of the chapter's Settings (ch02_tempbalance), e.g. {"seeds": 3}
 
 # %%
 import matplotlib.pyplot as plt
@@ -84,7 +84,7 @@ from lalr_core.methods.tempbalance import allocate
 from lalr_core.core.train import initial_model, run_model
 
 S = chapter_settings("02", profile, overrides)   # validated before any compute
-TIE = 1e-6   # accuracy differences are multiples of 1/450 (or /n_test); below this = equal
+TIE = S.tie   # accuracy differences are multiples of 1/450 (or /n_test); below this = equal
 out = FigureWriter("02_tempbalance", profile, "02_tempbalance.ipynb")
 set_style()
 SECTIONS = tb.section_runs(S)   # section -> (run configs, callbacks of each)
@@ -94,11 +94,11 @@ SOURCE = pd.read_csv(repo_root() / "data" / "reference" / "ch02_text_numbers.csv
 def runs(section):
     """Configs, results and the per-run table of one section (from the cache after the sweep)."""
     cfgs, callbacks = SECTIONS[section]
-    res = train_runs(cfgs, callbacks=callbacks, workers=S["workers"], executor=S["executor"])
+    res = train_runs(cfgs, callbacks=callbacks, workers=S.workers, executor=S.executor)
     return cfgs, res, tb.run_table(cfgs, res)
 
 
-pd.Series(S, dtype=object).to_frame("setting")
+pd.Series(S.as_dict(), dtype=object).to_frame("setting")
 
 # %% [markdown]
 # ## Training · every run of the chapter in one sweep
@@ -110,7 +110,7 @@ pd.Series(S, dtype=object).to_frame("setting")
 
 # %%
 all_cfgs, all_callbacks = tb.all_runs(S)
-_ = train_runs(all_cfgs, callbacks=all_callbacks, workers=S["workers"], executor=S["executor"])
+_ = train_runs(all_cfgs, callbacks=all_callbacks, workers=S.workers, executor=S.executor)
 f"{len(all_cfgs)} runs, {sum(c.epochs for c in all_cfgs)} epochs"
 
 # %% [markdown]
@@ -158,7 +158,7 @@ for ax, lam, when in ((axes[0], lam1, "trained"), (axes[1], lam0, "init")):
     ax.set_xlabel("eigenvalue of $W^TW/N$"); ax.set_title(f"{square}, {when}")
     ax.legend(fontsize=8)
 axes[0].set_ylabel("density")
-out.savefig(fig, "fig1.3", params=S, seeds=[cfg13.seed])
+out.savefig(fig, "fig1.3", params=S.as_dict(), seeds=[cfg13.seed])
 plt.close(fig)
 inside = float(((lam0 >= a_mp * 0.95) & (lam0 <= b_mp * 1.05)).double().mean())
 grow = float(lam1.max() / lam0.max())
@@ -186,8 +186,8 @@ pd.DataFrame(fits).T.round(3)
 # %%
 grid_cfgs, grid_res, grid = runs("fig2.1")
 d21 = tb.deltas(grid, ["model", "width", "lr"])
-out.save_table(d21, "fig2.1", params=S, note="d_test / d_train: eq. 2.13 minus baseline, percentage points, mean over seeds")
-models, lrs = list(S["models"]), list(S["lrs"])
+out.save_table(d21, "fig2.1", params=S.as_dict(), note="d_test / d_train: eq. 2.13 minus baseline, percentage points, mean over seeds")
+models, lrs = list(S.models), list(S.lrs)
 fig, axes = plt.subplots(len(models), len(lrs), figsize=(4 * len(lrs), 3.2 * len(models)), squeeze=False,
                          sharey=True, layout="constrained")
 for i, m in enumerate(models):
@@ -201,7 +201,7 @@ for i, m in enumerate(models):
         axes[i, j].set_title(f"{m}, lr0 = {lr:g}", fontsize=9)
         axes[i, j].set_xlabel("width fraction")
 axes[0, 0].set_ylabel("Δ accuracy (points)"); axes[0, 0].legend(fontsize=8)
-out.savefig(fig, "fig2.1", params=S, seeds=list(range(S["seeds"])))
+out.savefig(fig, "fig2.1", params=S.as_dict(), seeds=list(range(S.seeds)))
 plt.close(fig)
 top = d21[d21.lr == max(lrs)].groupby("model")[["d_test", "d_train"]].mean()
 r18, r34 = models[0], models[-1]
@@ -233,28 +233,28 @@ d21.round(2)
 # third of the modules is lower with the allocation than without.
 
 # %%
-data = load_data(S["dataset"], n_train=S["n_train"], n_test=S["cka_samples"])
+data = load_data(S.dataset, n_train=S.n_train, n_test=S.cka_samples)
 Xtest = data.X_test
 cka_runs = {tb.allocation_of(c): (c, r) for c, r in zip(grid_cfgs, grid_res)
-            if (c.model, c.width, c.lr, c.seed) == (S["cka_model"], S["cka_width"], S["cka_lr"], 0)}
+            if (c.model, c.width, c.lr, c.seed) == (S.cka_model, S.cka_width, S.cka_lr, 0)}
 cka, batch_sd = {}, {}
-gen = torch.Generator().manual_seed(0)
+gen = torch.Generator().manual_seed(S.cka_batch_seed)
 for alloc, (c, r) in sorted(cka_runs.items()):
     model = run_model(c)
     model.load_state_dict(r["callbacks"]["weights"])
     cka[alloc] = cka_matrix(collect_activations(model, Xtest))
     batches = []
-    for _ in range(S["cka_batches"]):
-        idx = torch.randperm(len(Xtest), generator=gen)[:S["cka_batch_size"]]
+    for _ in range(S.cka_batches):
+        idx = torch.randperm(len(Xtest), generator=gen)[:S.cka_batch_size]
         batches.append(cka_matrix(collect_activations(model, Xtest[idx])).to_numpy())
     batch_sd[alloc] = float(np.nanmean(np.nanstd(np.stack(batches), axis=0)))
 fig, axes = plt.subplots(1, 2, figsize=(11, 5))
 for ax, alloc in zip(axes, ("baseline", "alpha")):
     im = ax.imshow(cka[alloc].to_numpy(), vmin=0, vmax=1, cmap="magma", origin="lower")
-    ax.set_title(f"{S['cka_model']} {alloc} ({len(cka[alloc])} modules)")
+    ax.set_title(f"{S.cka_model} {alloc} ({len(cka[alloc])} modules)")
     ax.set_xlabel("module index"); ax.set_ylabel("module index")
 fig.colorbar(im, ax=axes, shrink=0.8, label="linear CKA")
-out.savefig(fig, "fig2.2", params=S, seeds=[0])
+out.savefig(fig, "fig2.2", params=S.as_dict(), seeds=[0])
 plt.close(fig)
 contrast = {a: tb.cka_contrast(m) for a, m in cka.items()}
 out.check("fig2.2", "baseline: mean CKA of adjacent modules > 0.8", contrast["baseline"]["adjacent"] > 0.8,
@@ -262,7 +262,7 @@ out.check("fig2.2", "baseline: mean CKA of adjacent modules > 0.8", contrast["ba
 out.check("fig2.2", "first-third vs last-third CKA is lower with the alpha allocation than the baseline",
           contrast["alpha"]["first_last"] < contrast["baseline"]["first_last"],
           ours={a: round(v["first_last"], 3) for a, v in contrast.items()},
-          detail=f"std over {S['cka_batches']} random batches of {S['cka_batch_size']}: "
+          detail=f"std over {S.cka_batches} random batches of {S.cka_batch_size}: "
                  + ", ".join(f"{a} {v:.3f}" for a, v in batch_sd.items()))
 pd.DataFrame(contrast).T.assign(batch_to_batch_sd=pd.Series(batch_sd)).round(3)
 
@@ -282,7 +282,7 @@ pd.DataFrame(contrast).T.assign(batch_to_batch_sd=pd.Series(batch_sd)).round(3)
 # %%
 def alpha_vector(model):
     c, r = next((c, r) for c, r in zip(grid_cfgs, grid_res) if (c.model, c.width, c.lr, c.seed, tb.allocation_of(c))
-                == (model, S["map_width"], S["map_lr"], 0, "alpha"))
+                == (model, S.map_width, S.map_lr, 0, "alpha"))
     return tb.last_alphas(r)
 
 colours = {"alpha": "C1", "sqrt": "C2", "cbrt": "C3", "log2": "C4"}
@@ -290,7 +290,7 @@ map_cfgs, map_res, maps = runs("fig2.3")
 d23 = tb.deltas(maps, ["model"])
 fig, axes = plt.subplots(1, 3, figsize=(14, 4))
 spread, means = {}, {}
-for ax, m in zip(axes, S["models"]):
+for ax, m in zip(axes, S.models):
     a = alpha_vector(m).to_numpy()
     for name in tb.FIG23_MAPS:
         scheme, params = tb.ALLOCATIONS[name]
@@ -303,15 +303,15 @@ axes[0].legend(fontsize=8)
 bars = axes[2].bar(d23.allocation, d23.d_test, yerr=d23.d_test_se, color=[colours[a] for a in d23.allocation])
 axes[2].bar_label(bars, fmt="%+.2f", fontsize=8)
 axes[2].axhline(0, color="k", lw=0.8)
-axes[2].set_title(f"{S['map_model']}: test Δ vs baseline"); axes[2].set_ylabel("points")
-out.savefig(fig, "fig2.3", params=S, seeds=list(range(S["seeds"])))
+axes[2].set_title(f"{S.map_model}: test Δ vs baseline"); axes[2].set_ylabel("points")
+out.savefig(fig, "fig2.3", params=S.as_dict(), seeds=list(range(S.seeds)))
 plt.close(fig)
-order = all(spread[(m, "alpha")] > spread[(m, "sqrt")] > spread[(m, "cbrt")] for m in S["models"])
+order = all(spread[(m, "alpha")] > spread[(m, "sqrt")] > spread[(m, "cbrt")] for m in S.models)
 out.check("fig2.3", "spread ordering std(identity) > std(sqrt) > std(cbrt) on both models", order,
           ours={f"{m}/{n}": round(v, 4) for (m, n), v in spread.items()})
 out.check("fig2.3", "every map keeps the mean lr equal to lr_t (|mean - 1| < 1e-9)",
           all(abs(v - 1) < 1e-9 for v in means.values()))
-min_alpha = min(float(alpha_vector(m).min()) for m in S["models"])
+min_alpha = min(float(alpha_vector(m).min()) for m in S.models)
 out.check("fig2.3", "every fitted alpha > 1 (log2 map defined)", min_alpha > 1, ours=round(min_alpha, 3))
 out.check("fig2.3", "sqrt or log2 improves test accuracy over the baseline (ours: one model)",
           bool((d23.set_index("allocation").loc[["sqrt", "log2"], "d_test"] > TIE).any()),
@@ -329,7 +329,7 @@ d23.round(2)
 # of groups below 0.1·lr_t is reported per scheme.
 
 # %%
-a24 = alpha_vector(S["map_model"]).to_numpy()
+a24 = alpha_vector(S.map_model).to_numpy()
 P = {"alpha": 1, "alpha^2": 2, "alpha^3": 3, "sqrt": 1 / 2, "cbrt": 1 / 3, "root4": 1 / 4}
 lr24 = {n: allocate(a24, 1.0, tb.ALLOCATIONS[n][0], **dict(tb.ALLOCATIONS[n][1])) for n in tb.FIG24_MAPS}
 fig, axes = plt.subplots(1, 2, figsize=(11, 4))
@@ -340,7 +340,7 @@ axes[0].set_xlabel("layer (param group)"); axes[1].set_xlabel("rank")
 for ax in axes:
     ax.set_ylabel("lr / lr_t"); ax.axhline(0.1, color="k", ls=":", lw=0.8)
 axes[0].legend(fontsize=8)
-out.savefig(fig, "fig2.4", params=S, seeds=[0])
+out.savefig(fig, "fig2.4", params=S.as_dict(), seeds=[0])
 plt.close(fig)
 ratio_ok = all(np.isclose(lr24[n].max() / lr24[n].min(), (a24.max() / a24.min()) ** p, rtol=1e-9) for n, p in P.items())
 sd = {n: float(lr24[n].std()) for n in P}
@@ -364,8 +364,8 @@ pd.DataFrame({"std": sd, "share_below_0.1_lr_t": below}).round(3)
 # baseline's (R18m, lr₀ 0.05).
 
 # %%
-rng = np.random.default_rng(0)
-a_syn = 1 + rng.exponential(2.0, 19)
+rng = np.random.default_rng(S.syn_seed)
+a_syn = 1 + rng.exponential(S.syn_alpha_mean, 19)   # ResNet18 has n = 19 layers
 fig, axes = plt.subplots(2, 2, figsize=(11, 7))
 shares = {}
 for row, (label, a) in enumerate((("R18m alphas", a24), ("synthetic n=19", a_syn))):
@@ -379,7 +379,7 @@ for row, (label, a) in enumerate((("R18m alphas", a24), ("synthetic n=19", a_syn
     for ax in axes[row]:
         ax.set_yscale("log"); ax.set_ylabel("lr / lr_t")
 axes[0, 0].legend(fontsize=8)
-out.savefig(fig, "fig2.5", params=S, seeds=[0])
+out.savefig(fig, "fig2.5", params=S.as_dict(), seeds=[0])
 plt.close(fig)
 np19 = allocate(a_syn, 1.0, "neg_pow2")
 counts19 = (int((np19 < 0.1).sum()), int((np19 < 0.01).sum()), float(np19.max()))
@@ -395,7 +395,7 @@ out.check("fig2.5", "softmax leaves at least as many groups below 0.1 lr_t as th
 neg_cfgs, neg_res, neg = runs("fig2.5")
 d25 = tb.deltas(neg, ["model"])
 t25 = neg.groupby("allocation")[["train_acc", "test_acc"]].mean()
-out.save_table(t25.reset_index(), "T-001-b", params=S,
+out.save_table(t25.reset_index(), "T-001-b", params=S.as_dict(),
                note="final accuracies (%), mean of seeds; source: NegPow2 65-70 % train accuracy on CIFAR-100")
 out.check("T-001-b", "NegPow2's final train accuracy is below the baseline's",
           bool(t25.loc["neg_pow2", "train_acc"] < t25.loc["baseline", "train_acc"] - TIE),
@@ -419,18 +419,18 @@ t25.round(2)
 
 # %%
 dist_cfgs, dist_res, _ = runs("fig2.6")
-fig, axes = plt.subplots(1, len(S["models"]), figsize=(11, 4), squeeze=False)
+fig, axes = plt.subplots(1, len(S.models), figsize=(11, 4), squeeze=False)
 fit26 = {}
-for ax, m in zip(axes[0], S["models"]):
+for ax, m in zip(axes[0], S.models):
     recs = pd.concat([r["callbacks"]["tempbalance"] for c, r in zip(dist_cfgs, dist_res) if c.model == m])
-    for e in S["dist_epochs_shown"]:
+    for e in S.dist_epochs_shown:
         ax.hist(recs[recs.epoch == e].alpha, bins=15, alpha=0.5, density=True, label=f"epoch {e}")
     final = recs[recs.epoch == recs.epoch.max()].alpha.to_numpy()
     fit26[m] = tb.exp_vs_normal(final)
     xs = np.linspace(final.min(), final.max(), 100)
     ax.plot(xs, np.exp(-(xs - final.min()) / (final - final.min()).mean()) / (final - final.min()).mean(), "k-", label="exponential fit")
-    ax.set_title(f"{m}, width {S['dist_width']:g}"); ax.set_xlabel("alpha (median x_min)"); ax.legend(fontsize=8)
-out.savefig(fig, "fig2.6", params=S, seeds=list(range(S["dist_seeds"])))
+    ax.set_title(f"{m}, width {S.dist_width:g}"); ax.set_xlabel("alpha (median x_min)"); ax.legend(fontsize=8)
+out.savefig(fig, "fig2.6", params=S.as_dict(), seeds=list(range(S.dist_seeds)))
 plt.close(fig)
 f26 = pd.DataFrame(fit26).T
 out.check("fig2.6", "skewness of the pooled final-epoch alphas > 0 (both models)", bool((f26.skewness > 0).all()),
@@ -445,7 +445,7 @@ for c, r in zip(dist_cfgs, dist_res):
         share = df.groupby("epoch").alpha.apply(lambda a: float(((a >= 2) & (a <= 6)).mean()))
         in_range += [{"model": c.model, "seed": c.seed, "rule": df.rule.iloc[0], "epoch": e, "share_2_6": v} for e, v in share.items()]
 in_range = pd.DataFrame(in_range).groupby(["model", "rule", "epoch"]).share_2_6.mean().unstack("epoch")
-out.save_table(in_range.reset_index(), "T-001-c", params=S, note="share of layers with alpha in [2, 6] per epoch (0 = init)")
+out.save_table(in_range.reset_index(), "T-001-c", params=S.as_dict(), note="share of layers with alpha in [2, 6] per epoch (0 = init)")
 last_share = in_range.iloc[:, -1]
 out.check("T-001-c", "at the last epoch most layers are NOT in [2, 6] (share < 0.5), median rule, both models",
           bool((last_share.xs("median", level="rule") < 0.5).all()),
@@ -468,7 +468,7 @@ pow_cfgs, pow_res, powers = runs("T-001-a")
 ta = powers.groupby(["lr", "allocation"], sort=False)[["test_acc", "train_acc"]].mean().reset_index()
 src = SOURCE[SOURCE.item == "T-001-a"][["lr", "allocation", "source_value"]].rename(columns={"source_value": "source_test_acc"})
 ta = ta.merge(src, on=["lr", "allocation"], how="left")
-out.save_table(ta, "T-001-a", params=S, note="ours: R18m/digits at quick; source_test_acc: ResNet18 25 % width on CIFAR-100")
+out.save_table(ta, "T-001-a", params=S.as_dict(), note="ours: R18m/digits at quick; source_test_acc: ResNet18 25 % width on CIFAR-100")
 ok = []
 for lr, g in ta.groupby("lr"):
     g = g.set_index("allocation")
@@ -496,9 +496,9 @@ ta.round(2)
 # %%
 smp_cfgs, smp_res, smp = runs("T-001-d")
 dd = tb.deltas(smp, ["model"])
-out.save_table(dd, "T-001-d", params=S, note="scheme minus baseline, points, mean over seeds")
+out.save_table(dd, "T-001-d", params=S.as_dict(), note="scheme minus baseline, points, mean over seeds")
 per_model = dd.groupby("model")[["d_test", "d_train"]].mean()
-shallow, deep = S["sampling_models"][0], S["sampling_models"][-1]
+shallow, deep = S.sampling_models[0], S.sampling_models[-1]
 mag = dd.assign(mag=(dd.d_test.abs() + dd.d_train.abs()) / 2).groupby("model").mag.mean()
 out.check("T-001-d", "shallower model: Delta test > 0 > Delta train (mean over the sampling schemes)",
           bool(per_model.loc[shallow, "d_test"] > TIE and per_model.loc[shallow, "d_train"] < -TIE),

@@ -69,7 +69,7 @@
 # %% tags=["parameters"]
 # parameters
 profile = "smoke"   # smoke | quick | paper
-overrides = {}      # any setting of the chapter's profile table, e.g. {"f33_epochs": 3}
+overrides = {}      # any field of the chapter's Settings (px.Settings), e.g. {"f33_epochs": 3}
 
 # %%
 import matplotlib.pyplot as plt
@@ -85,7 +85,7 @@ from IPython.display import display
 S = chapter_settings("02b", profile, overrides)   # validated before any compute
 out = FigureWriter("02b_htsr_pruning", profile, "02b_htsr_pruning.ipynb")
 set_style()
-SEEDS = [S["seed"]]
+SEEDS = [S.seed]
 TRAD, AUG = dict(color="#9ecae1", label="traditional"), dict(color="C0", label="AugMix")
 BASE, TB = dict(color="C0", label="baseline (global lr)"), dict(color="C1", label="TempBalance eq. 2.13")
 
@@ -96,7 +96,7 @@ def show(fig):
     plt.close(fig)
 
 
-pd.Series(S, dtype=object).to_frame("setting")
+pd.Series(S.as_dict(), dtype=object).to_frame("setting")
 
 # %% [markdown]
 # ## Pretraining · every initial training run in one sweep
@@ -109,9 +109,9 @@ pd.Series(S, dtype=object).to_frame("setting")
 
 # %%
 pre_cfgs, pre_cbs = px.pretrain_runs(S)
-pre_res = train_runs(pre_cfgs, callbacks=pre_cbs, workers=S["workers"], executor=S["executor"])
+pre_res = train_runs(pre_cfgs, callbacks=pre_cbs, workers=S.workers, executor=S.executor)
 PRE = dict(zip(px.pretrain_pairs(S), pre_res))
-pd.DataFrame([dict(role=r, aug=a, model=S["models"][r], test_acc=100 * res["final"]["test_acc"],
+pd.DataFrame([dict(role=r, aug=a, model=S.models[r], test_acc=100 * res["final"]["test_acc"],
                    wall_s=res["wall_time_s"]) for (r, a), res in PRE.items()]).round(2)
 
 # %% [markdown]
@@ -124,7 +124,7 @@ pd.DataFrame([dict(role=r, aug=a, model=S["models"][r], test_acc=100 * res["fina
 
 # %%
 t31 = px.settings_table()
-out.save_table(t31, "table3.1", params=S)
+out.save_table(t31, "table3.1", params=S.as_dict())
 expected = {"traditional": {"direct": 1, "inverse": 2}, "augmix": {"direct": 3, "inverse": 4}}
 out.check("table3.1", "the 2x2 settings table equals {Traditional: {direct: 1, inverse: 2}, AugMix: {direct: 3, inverse: 4}}",
           px.SETTINGS == expected, ours=px.SETTINGS, source=expected)
@@ -142,17 +142,17 @@ t31
 # flat at 0.8; LAMP is non-uniform and prunes the first and last conv less than uniform.
 
 # %%
-f31 = {role: px.fig31_table(px.pretrained_model(S, role), S["fig31_sparsity"]) for role in S["fig31_roles"]}
+f31 = {role: px.fig31_table(px.pretrained_model(S, role), S.fig31_sparsity) for role in S.fig31_roles}
 fig, axes = plt.subplots(1, 3, figsize=(12, 3.5), sharey=True)
 for ax, col, title in zip(axes, ("erk", "lamp", "uniform"), ("ERK", "LAMP", "uniform")):
-    for role, colour in zip(S["fig31_roles"], ("C0", "C1")):
+    for role, colour in zip(S.fig31_roles, ("C0", "C1")):
         t = f31[role]
-        ax.plot(t["index"], t[col], "o-", color=colour, ms=3, label=f"{S['models'][role]} ({px.SOURCE_MODELS[role]})")
+        ax.plot(t["index"], t[col], "o-", color=colour, ms=3, label=f"{S.models[role]} ({px.SOURCE_MODELS[role]})")
     ax.set_title(title); ax.set_xlabel("layer index")
 axes[0].set_ylabel("pruned fraction"); axes[0].legend(fontsize=7)
-out.savefig(fig, "fig3.1", params=S, seeds=SEEDS)
+out.savefig(fig, "fig3.1", params=S.as_dict(), seeds=SEEDS)
 show(fig)
-P31 = S["fig31_sparsity"]
+P31 = S.fig31_sparsity
 for role, t in f31.items():
     rho = float(t["erk"].corr(t["size"], method="spearman"))
     out.check("fig3.1", f"ERK pruned fraction increases with layer size, Spearman rho > 0.8 ({role})",
@@ -175,10 +175,10 @@ pd.concat(f31, names=["role"]).round(3)
 # report whether each curve has a rebound (minimum strictly inside the run followed by a ≥ 2 % rise).
 
 # %%
-fig, axes = plt.subplots(len(S["fig32_roles"]), 2, figsize=(10, 3.2 * len(S["fig32_roles"])), squeeze=False,
+fig, axes = plt.subplots(len(S.fig32_roles), 2, figsize=(10, 3.2 * len(S.fig32_roles)), squeeze=False,
                          layout="constrained")
 curves, rebounds = {}, {}
-for i, role in enumerate(S["fig32_roles"]):
+for i, role in enumerate(S.fig32_roles):
     for j, col in enumerate(("alpha", "entropy")):
         ax = axes[i, j]
         for aug, style in (("traditional", TRAD), ("augmix", AUG)):
@@ -186,10 +186,10 @@ for i, role in enumerate(S["fig32_roles"]):
             curves[(role, aug, col)] = y
             rebounds[f"{role}/{aug}/{col}"] = px.rebound(y)
             ax.plot(y.index, y.values, "o-", ms=3, **style)
-        ax.set_title(f"{S['models'][role]} ({px.SOURCE_MODELS[role]})"); ax.set_xlabel("epoch")
+        ax.set_title(f"{S.models[role]} ({px.SOURCE_MODELS[role]})"); ax.set_xlabel("epoch")
         ax.set_ylabel(r"mean $\alpha$" if col == "alpha" else "mean matrix entropy")
 axes[0, 0].legend(fontsize=8)
-out.savefig(fig, "fig3.2", params=S, seeds=SEEDS)
+out.savefig(fig, "fig3.2", params=S.as_dict(), seeds=SEEDS)
 show(fig)
 ent_t, ent_a = curves[("densenet", "traditional", "entropy")], curves[("densenet", "augmix", "entropy")]
 trained = ent_t.index > 0
@@ -225,7 +225,7 @@ STYLE = {"direct": dict(color="C0", ls="-"), "inverse": dict(color="C3", ls=":")
 def grid_figure(grid, title):
     """Columns = metrics, rows = global ratio P (largest on top); direct solid, inverse dotted,
     uniform dashed. Returns the figure and its lines per rule (to save each panel alone)."""
-    metrics, ratios = list(S["grid_metrics"]), sorted(grid.P.unique())[::-1]
+    metrics, ratios = list(S.grid_metrics), sorted(grid.P.unique())[::-1]
     fig, axes = plt.subplots(len(ratios), len(metrics), figsize=(1.5 * len(metrics), 1.1 * len(ratios) + 0.8),
                              sharex=True, sharey=True, squeeze=False, gridspec_kw=dict(hspace=0.12, wspace=0.08))
     lines = {"direct": [], "inverse": []}
@@ -254,18 +254,18 @@ def grid_figure(grid, title):
 GRIDS, grid_checks = {}, []
 for (role, aug), (f_dir, f_inv, f_all) in px.GRID_FIGS.items():
     table = TABLES[(role, aug)]
-    grid = px.budget_grid(table, S["grid_ratios"], S["grid_metrics"])
+    grid = px.budget_grid(table, S.grid_ratios, S.grid_metrics)
     GRIDS[(role, aug)] = grid
-    name = f"{S['models'][role]} ({px.SOURCE_MODELS[role]}), {aug}"
+    name = f"{S.models[role]} ({px.SOURCE_MODELS[role]}), {aug}"
     fig, lines, title = grid_figure(grid, f"{name}: direct (solid) and inverse (dotted); uniform dashed")
-    out.savefig(fig, f_all, params=S, seeds=SEEDS)
+    out.savefig(fig, f_all, params=S.as_dict(), seeds=SEEDS)
     for item, shown, what in ((f_dir, "direct", "prune more for layers with larger metrics"),
                               (f_inv, "inverse", "prune more for layers with smaller metrics")):
         for rule, ls in lines.items():
             for ln in ls:
                 ln.set_visible(rule == shown)
         title.set_text(f"{name}: {what}")
-        out.savefig(fig, item, params=S, seeds=SEEDS)
+        out.savefig(fig, item, params=S.as_dict(), seeds=SEEDS)
     if role == "densenet":                    # the two bottleneck figures shown here (3.6, 3.9 composites)
         for ln in lines["direct"]:
             ln.set_visible(True)
@@ -320,7 +320,7 @@ TABLES[("densenet", "traditional")][0][list(px.METRICS)].round(3)
 # %%
 PLAN = px.finetune_plan(S, TABLES)
 ft_cfgs, ft_cbs = px.all_finetunes(PLAN)
-_ = train_runs(ft_cfgs, callbacks=ft_cbs, workers=S["workers"], executor=S["executor"])
+_ = train_runs(ft_cfgs, callbacks=ft_cbs, workers=S.workers, executor=S.executor)
 
 
 def section(name):
@@ -368,15 +368,15 @@ for ax in axes[1]:
 for ax in axes[:, 0]:
     ax.set_ylabel("clean test accuracy (%)")
 axes[0, 1].legend(fontsize=6, ncol=2)
-out.savefig(fig, "fig3.3", params=S, seeds=SEEDS, note="all four settings (A-23); finetuning with traditional augmentation")
+out.savefig(fig, "fig3.3", params=S.as_dict(), seeds=SEEDS, note="all four settings (A-23); finetuning with traditional augmentation")
 show(fig)
 over = f33[f33.over_pruned]
 within = float(((f33.P - f33.sparsity) <= 0.02).mean())
 out.check("fig3.3", "every run reaches its parameter target or under-prunes (never over-prunes)", over.empty,
           ours={"over_pruned": len(over), "runs": len(f33), "share within 2 % of target": round(within, 3)})
 g33 = px.gains(f33, by=["aug", "P"])
-Pmax = max(S["f33_ratios"])
-top = {aug: g33[(g33.aug == aug) & (g33.P == Pmax)].iloc[0] for aug in S["f33_augs"]
+Pmax = max(S.f33_ratios)
+top = {aug: g33[(g33.aug == aug) & (g33.P == Pmax)].iloc[0] for aug in S.f33_augs
        if ((g33.aug == aug) & (g33.P == Pmax)).any()}
 for aug, t in top.items():
     ok = bool(t.best_metric in px.SHAPE and t.best_rule == "direct" and t.gain > 0)
@@ -404,9 +404,9 @@ g33.round(3)
 # %%
 _, _, te = section("T-001-e")
 gte = px.gains(te, by=["role", "P"])
-out.save_table(gte, "T-001-e", params=S, note="best metric run minus uniform pruning, test accuracy points, per model and target P")
+out.save_table(gte, "T-001-e", params=S.as_dict(), note="best metric run minus uniform pruning, test accuracy points, per model and target P")
 gap = gte.groupby("role")["gain"].mean()
-for role in S["te_roles"]:
+for role in S.te_roles:
     out.check("T-001-e", f"gap (best metric - uniform) smaller on {role} than on densenet",
               bool(gap[role] < gap["densenet"]), ours={r: round(float(v), 2) for r, v in gap.items()})
 wrn = gte[gte.role == "wrn"]
@@ -443,7 +443,7 @@ for ax, layer in zip(axes, [*shown, "model mean"]):
         last[(layer, k)] = float(y.iloc[-1])
     ax.set_title(layer, fontsize=9); ax.set_xlabel("finetuning epoch")
 axes[0].set_ylabel(r"$\alpha$"); axes[0].legend(fontsize=7)
-out.savefig(fig, "fig3.22", params=S, seeds=SEEDS, note="uniform channel ratio 0.553 (A-25)")
+out.savefig(fig, "fig3.22", params=S.as_dict(), seeds=SEEDS, note="uniform channel ratio 0.553 (A-25)")
 show(fig)
 n_lower = sum(last[(l, "eq2.13")] < last[(l, "none")] for l in shown)
 out.check("fig3.22", "mean alpha(TB) < mean alpha(baseline) at the last epoch, and lower for >= 3 of the 4 largest-lr-shift layers",
@@ -466,7 +466,7 @@ t22[["layer_lr", "remaining", "test_acc", "train_acc"]].round(3)
 # %%
 specsV, resV, tV = section("vgg")
 runsV = {(x["P"], x["layer_lr"]): r for x, r in zip(specsV, resV)}
-sizes = list(S["vgg_ratios"])
+sizes = list(S.vgg_ratios)
 rows, delta = [], {}
 for P in sizes:
     inc, dec = px.lr_extremes(runsV[(P, "eq2.13")]["callbacks"]["tempbalance"], 3)
@@ -490,7 +490,7 @@ for item, chunk in (("fig3.23", rows[:half]), ("fig3.24", rows[half:])):
             ax.set_title(f"ratio {P}: {layer} ({'lr up' if j < 3 else 'lr down'})", fontsize=7)
             ax.tick_params(labelsize=6)
     axes[0, 0].legend(fontsize=6)
-    out.savefig(fig, item, params=S, seeds=SEEDS)
+    out.savefig(fig, item, params=S.as_dict(), seeds=SEEDS)
     show(fig)
 n_ok = sum(a < b for a, b in delta.values())
 ok = n_ok / len(delta) >= 7 / 11
@@ -516,7 +516,7 @@ for k, style in (("none", BASE), ("eq2.13", TB)):
     ax.plot(wide[("remaining", k)], wide[("test_acc", k)], "o-", **style)
     ax.plot(wide[("remaining", k)], wide[("train_acc", k)], "o--", color=style["color"], alpha=0.6, label=f"{style['label']} (train)")
 ax.set_xlabel("fraction of conv parameters remaining (slimmed network)"); ax.set_ylabel("accuracy (%)"); ax.legend(fontsize=7)
-out.savefig(fig, "fig3.25", params=S, seeds=SEEDS)
+out.savefig(fig, "fig3.25", params=S.as_dict(), seeds=SEEDS)
 show(fig)
 diff = wide[("test_acc", "eq2.13")] - wide[("test_acc", "none")]
 rem = wide[("remaining", "none")]
@@ -546,7 +546,7 @@ for (m, lr), lab in labels.items():
     g = t26[(t26.metric == m) & (t26.layer_lr == lr)].sort_values("remaining")
     ax.plot(g["remaining"], g["test_acc"], "o-" if lr == "eq2.13" else "s--", label=lab)
 ax.set_xlabel("fraction of conv parameters remaining (slimmed network)"); ax.set_ylabel("clean test accuracy (%)"); ax.legend(fontsize=7)
-out.savefig(fig, "fig3.26", params=S, seeds=SEEDS)
+out.savefig(fig, "fig3.26", params=S.as_dict(), seeds=SEEDS)
 show(fig)
 best = {}
 for m in ("uniform", "alpha"):

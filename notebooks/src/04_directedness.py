@@ -45,7 +45,7 @@
 # %% tags=["parameters"]
 # parameters
 profile = "smoke"   # smoke | quick | paper
-overrides = {}      # any setting of the chapter's profile table, e.g. {"epochs": 20}
+overrides = {}      # any field of the chapter's Settings, e.g. {"epochs": 20}
 
 # %%
 import time
@@ -56,15 +56,15 @@ import pandas as pd
 
 from lalr_core.methods import trajectory as tj
 from lalr_core.chapters import chapter_settings
-from lalr_core.chapters.ch04_directedness import directedness_configs
+from lalr_core.chapters.ch04_directedness import CHAPTER, RUNS
 from lalr_core.core.units import train_runs
 from lalr_core.core.figures import FigureWriter, bplot, set_style
 
 S = chapter_settings("04", profile, overrides)   # validated before any compute
 out = FigureWriter("04_directedness", profile, "04_directedness.ipynb")
 set_style()
-T_SIM = S["sim_steps"]
-pd.Series(S, dtype=object).to_frame("setting")
+T_SIM = S.sim_steps
+pd.Series(S.as_dict(), dtype=object).to_frame("setting")
 
 # %% [markdown]
 # ## Fig 1.2 · Tukey's box plot vs Tufte's (listing B.1)
@@ -136,17 +136,19 @@ out.check("figA.1B", "the approximation is good for large n: relative gap < 1% a
 import torch
 
 gen = torch.Generator().manual_seed(0)
-count = S["mc_count"]
+count = S.mc_count
 rows = []
 # C.4 (Lemma A.3, A.6): norms of n = 346 standard Gaussians
-norms = torch.randn(min(count, 5000), 346, generator=gen, dtype=torch.float64).norm(dim=1).numpy()
+norms = torch.randn(min(count, S.mc_norm_draws), 346, generator=gen,
+                    dtype=torch.float64).norm(dim=1).numpy()
 rows.append(("C.4 E||eps|| (A.3)", np.sqrt(2) * tj.G(346), norms.mean(), norms.std() / np.sqrt(len(norms))))
 rows.append(("C.4 Var||eps|| (A.6)", tj.norm_variance(1.0, 346), norms.var(ddof=1),
              norms.var(ddof=1) * np.sqrt(2 / (len(norms) - 1))))
 # C.2 (Lemma A.10): norm of a decayed sum, n = 1000, lambda = 0.3, k = 100, sigma = 1.78
 lam, k, sigma, n = 0.3, 100, 1.78, 1000
 weights = lam ** torch.arange(k, dtype=torch.float64)
-sums = torch.einsum("k,rkn->rn", weights, sigma * torch.randn(200, k, n, generator=gen, dtype=torch.float64))
+draws = torch.randn(S.mc_sum_draws, k, n, generator=gen, dtype=torch.float64)
+sums = torch.einsum("k,rkn->rn", weights, sigma * draws)
 dec = sums.norm(dim=1).numpy()
 rows.append(("C.2 decayed-sum norm (A.10)", tj.decayed_sum_norm_mean(k, lam, sigma, n), dec.mean(),
              dec.std() / np.sqrt(len(dec))))
@@ -228,7 +230,7 @@ out.check("fig3.10", "simulated D_t stays within 3 SD (Lemma A.15) of sigma*sqrt
 
 # %%
 psis = np.stack([tj.path_metrics(tj.simulate_rw(100, T_SIM, 0.05, seed=10 + s))["psi"]
-                 for s in range(S["sim_seeds"])])
+                 for s in range(S.sim_seeds)])
 fig, ax = plt.subplots(figsize=(7, 4))
 ax.plot(t, psis[0], label=r"$\psi(t)$, one walk")
 ax.plot(t, psis.mean(0), label=rf"mean of {len(psis)} walks")
@@ -354,14 +356,14 @@ out.check("fig3.16B", "low noise: AR psi far above 1/sqrt(t) (psi(100) > 0.4) an
 # Each run is a cached unit: re-running the notebook re-uses it, a killed run resumes.
 
 # %%
-configs = directedness_configs(S)
-N = S["window"]
+run_configs, run_callbacks = CHAPTER.runs(S, "fig3.7")   # SGDM and Adam, trajectory callback
+configs = dict(zip(RUNS, run_configs))
+N = S.window
 t0 = time.perf_counter()
-results = dict(zip(configs, train_runs(list(configs.values()), workers=S["workers"],
-                                       callbacks={"trajectory": {"window": N, "per_layer": True}})))
+results = dict(zip(RUNS, train_runs(run_configs, workers=S.workers, callbacks=run_callbacks)))
 train_time = time.perf_counter() - t0
 steps_per_epoch = int(results["sgdm"]["steps"].query("epoch == 1")["step"].max())
-drops = [m * steps_per_epoch for m in S["milestones"]]
+drops = [m * steps_per_epoch for m in S.milestones]
 summary = pd.DataFrame({k: {**r["final"], "diverged": r["diverged"], "parameters": r["num_parameters"],
                             "train time (s)": r["wall_time_s"]} for k, r in results.items()}).T
 summary

@@ -59,7 +59,7 @@
 # %% tags=["parameters"]
 # parameters
 profile = "smoke"   # smoke | quick | paper
-overrides = {}      # any setting of the chapter's profile table, e.g. {"seeds": 2}
+overrides = {}      # any field of ox.Settings, e.g. {"seeds": 2}
 
 # %%
 import matplotlib.pyplot as plt
@@ -78,16 +78,15 @@ S = chapter_settings("06", profile, overrides)   # validated before any compute
 out = FigureWriter("06_orthogonal_sgdm", profile, "06_orthogonal_sgdm.ipynb")
 set_style()
 SGDM, ORTH = dict(color="C0", ls="--", label="SGDM"), dict(color="C1", ls="-", label="Orth-SGDM")
-SECTIONS = ox.section_runs(S)   # section -> (run configs, probes attached to each)
 
 
 def runs(section):
     """Configs and results of one section (from the cache once the sweep below has run)."""
-    cfgs, callbacks = SECTIONS[section]
-    return cfgs, train_runs(cfgs, callbacks=callbacks, workers=S["workers"], executor=S["executor"])
+    cfgs, callbacks = ox.CHAPTER.runs(S, section)   # configs and the probes on each
+    return cfgs, train_runs(cfgs, callbacks=callbacks, workers=S.workers, executor=S.executor)
 
 
-pd.Series(S, dtype=object).to_frame("setting")
+pd.Series(S.as_dict(), dtype=object).to_frame("setting")
 
 # %% [markdown]
 # ## Training · every run of the chapter in one sweep
@@ -98,8 +97,8 @@ pd.Series(S, dtype=object).to_frame("setting")
 # then reads its runs from the cache; plotting never retrains.
 
 # %%
-all_cfgs, all_callbacks = ox.all_runs(S)
-_ = train_runs(all_cfgs, callbacks=all_callbacks, workers=S["workers"], executor=S["executor"])
+all_cfgs, all_callbacks = ox.CHAPTER.all_runs(S)
+_ = train_runs(all_cfgs, callbacks=all_callbacks, workers=S.workers, executor=S.executor)
 f"{len(all_cfgs)} runs"
 
 # %% [markdown]
@@ -127,8 +126,8 @@ suite.groupby(["model", "variant"])[["test_acc", "wall_time_s"]].mean()
 
 # %%
 t53 = ox.mean_se(suite[suite.variant != "ns_orth_sgdm"], ["model", "variant"])
-t53 = ox.beside_source(t53, ox.read_source("5.3"), ["model", "variant"], S["source_analogue"])
-out.save_table(t53, "table5.3", params=S, note="source_* = the source's cells for the (analogous) model")
+t53 = ox.beside_source(t53, ox.read_source("5.3"), ["model", "variant"], S.source_analogue)
+out.save_table(t53, "table5.3", params=S.as_dict(), note="source_* = the source's cells for the (analogous) model")
 wide = t53.pivot(index="model", columns="variant", values=["test_acc_mean", "test_acc_se", "source_test_acc_mean"])
 wide.columns = [f"{a}:{b}" for a, b in wide.columns]
 gap = wide["test_acc_mean:orth_sgdm"] - wide["test_acc_mean:sgdm"]
@@ -143,9 +142,9 @@ wide.round(2)
 # ### Figs 5.1, 5.3–5.6 and G.1 · learning curves of one run
 #
 # *Source:* Orth-SGDM reaches 50 % validation accuracy on CIFAR-10/ResNet-20 after 1 epoch instead
-# of 4 (fig 5.1, unspecified in the thesis: we draw ResNet-20's, or BasicCNN-FM's at quick scale;
-# digest G23); validation (5.3, 5.4) and train (5.5, 5.6) curves rise faster for every model, and
-# final accuracies are comparable or better. Seed 0; SGDM dashed, Orth-SGDM solid.
+# of 4 (fig 5.1, unspecified in the thesis: we draw ResNet-20's (`f51_model`), or BasicCNN-FM's
+# at quick scale; digest G23); validation (5.3, 5.4) and train (5.5, 5.6) curves rise faster for
+# every model, and final accuracies are comparable or better. Seed 0; SGDM dashed, Orth-SGDM solid.
 # *Checks (digest §6):* Orth's epoch-1 validation accuracy is higher, it reaches the 80 % mark in
 # fewer epochs, and its final accuracy is within 1 point of SGDM's or better.
 
@@ -164,27 +163,27 @@ def curves(item, column, ylabel, models, cmap=None):
             ax.plot(h["epoch"], h[column], **kw)
     ax.set_xlabel("epoch"); ax.set_ylabel(ylabel)
     ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1, 0.5))
-    out.savefig(fig, item, params=S, seeds=[0])
+    out.savefig(fig, item, params=S.as_dict(), seeds=[0])
     return fig
 
-first = "resnet20" if "resnet20" in S["suite_models"] else S["suite_models"][0]
+first = S.f51_model if S.f51_model in S.suite_models else S.suite_models[0]
 curves("fig5.1", "val_acc", "validation accuracy", [first])
-shown = list(S["suite_models"])[:4]
+shown = list(S.suite_models)[:4]
 for item, col, lab in (("fig5.3", "val_acc", "validation accuracy"), ("fig5.4", "val_loss", "validation loss"),
                        ("fig5.5", "train_acc", "train accuracy"), ("fig5.6", "train_loss", "train loss")):
     curves(item, col, lab, shown)
-curves("figG.1A", "val_acc", "validation accuracy", list(S["suite_models"]), cmap="jet_r")
-curves("figG.1B", "val_loss", "validation loss", list(S["suite_models"]), cmap="jet_r")
+curves("figG.1A", "val_acc", "validation accuracy", list(S.suite_models), cmap="jet_r")
+curves("figG.1B", "val_loss", "validation loss", list(S.suite_models), cmap="jet_r")
 plt.close("all")
 
 def at_epoch1(m, v, col):
     return float(hist[(m, v, 0)]["history"][col].iloc[0])
 
-e1 = {m: (at_epoch1(m, "orth_sgdm", "val_acc") - at_epoch1(m, "sgdm", "val_acc")) * 100 for m in S["suite_models"]}
+e1 = {m: (at_epoch1(m, "orth_sgdm", "val_acc") - at_epoch1(m, "sgdm", "val_acc")) * 100 for m in S.suite_models}
 reach = {m: (ox.epochs_to_reach(hist[(m, "orth_sgdm", 0)]["history"], 80),
-             ox.epochs_to_reach(hist[(m, "sgdm", 0)]["history"], 80)) for m in S["suite_models"]}
+             ox.epochs_to_reach(hist[(m, "sgdm", 0)]["history"], 80)) for m in S.suite_models}
 final = {m: (hist[(m, "orth_sgdm", 0)]["final"]["val_acc"] - hist[(m, "sgdm", 0)]["final"]["val_acc"]) * 100
-         for m in S["suite_models"]}
+         for m in S.suite_models}
 out.check("fig5.1", "Orth-SGDM's epoch-1 validation accuracy is higher than SGDM's",
           e1[first] > 0, ours=f"{e1[first]:+.1f} points ({first})", source="50 % after 1 epoch vs 4")
 faster = [np.nan_to_num(o, nan=99) <= np.nan_to_num(s_, nan=99) and not np.isnan(o) for o, s_ in reach.values()]
@@ -194,11 +193,11 @@ out.check("fig5.3", "Orth-SGDM's epoch-1 validation accuracy is higher on every 
           all(v > 0 for v in e1.values()), ours={m: round(v, 1) for m, v in e1.items()})
 out.check("fig5.3", "final validation accuracy within 1 point of SGDM or better, every model",
           all(v >= -1 for v in final.values()), ours={m: round(v, 2) for m, v in final.items()})
-vl = {m: at_epoch1(m, "orth_sgdm", "val_loss") < at_epoch1(m, "sgdm", "val_loss") for m in S["suite_models"]}
+vl = {m: at_epoch1(m, "orth_sgdm", "val_loss") < at_epoch1(m, "sgdm", "val_loss") for m in S.suite_models}
 out.check("fig5.4", "Orth-SGDM's epoch-1 validation loss is lower on every model", all(vl.values()), ours=vl)
-ta = {m: at_epoch1(m, "orth_sgdm", "train_acc") > at_epoch1(m, "sgdm", "train_acc") for m in S["suite_models"]}
+ta = {m: at_epoch1(m, "orth_sgdm", "train_acc") > at_epoch1(m, "sgdm", "train_acc") for m in S.suite_models}
 out.check("fig5.5", "Orth-SGDM's epoch-1 train accuracy is higher on every model", all(ta.values()), ours=ta)
-tl = {m: at_epoch1(m, "orth_sgdm", "train_loss") < at_epoch1(m, "sgdm", "train_loss") for m in S["suite_models"]}
+tl = {m: at_epoch1(m, "orth_sgdm", "train_loss") < at_epoch1(m, "sgdm", "train_loss") for m in S.suite_models}
 out.check("fig5.6", "Orth-SGDM's epoch-1 train loss is lower on every model", all(tl.values()), ours=tl)
 out.check("figG.1A", "all models: Orth-SGDM above SGDM at epoch 1 (validation accuracy)",
           all(v > 0 for v in e1.values()), ours={m: round(v, 1) for m, v in e1.items()})
@@ -215,10 +214,10 @@ out.check("figG.1B", "all models: Orth-SGDM below SGDM at epoch 1 (validation lo
 # trained two at a time in parallel processes, are too noisy for that).
 
 # %%
-ns = ox.mean_se(suite[suite.seed < S["ns_seeds"]], ["model", "variant"], cols=("test_acc",))  # paired seeds
+ns = ox.mean_se(suite[suite.seed < S.ns_seeds], ["model", "variant"], cols=("test_acc",))  # paired seeds
 ns_table = ns.pivot(index="model", columns="variant", values="test_acc_mean")
 ns_table["svd_minus_ns"] = ns_table["orth_sgdm"] - ns_table["ns_orth_sgdm"]
-out.save_table(ns_table.reset_index(), "ns_vs_svd", params=S,
+out.save_table(ns_table.reset_index(), "ns_vs_svd", params=S.as_dict(),
                note="not a source item: test accuracy (%) of Newton-Schulz vs SVD Orth-SGDM")
 out.check("ns_vs_svd", "(ours, not the source's) Newton-Schulz Orth-SGDM within 1 point of SVD Orth-SGDM, every model",
           bool((ns_table["svd_minus_ns"].abs() <= 1).all()), ours=ns_table["svd_minus_ns"].round(2).to_dict())
@@ -243,7 +242,7 @@ names = [n for n, cs in t51.items() for _ in cs]
 t51_df = ox.run_table(flat, t51_res).assign(optimizer=names)
 table51 = ox.mean_se(t51_df, ["optimizer"])
 table51 = ox.beside_source(table51, ox.read_source("5.1"), ["optimizer"])
-out.save_table(table51, "table5.1", params=S)
+out.save_table(table51, "table5.1", params=S.as_dict())
 pairs = [(n, n[5:]) for n in t51 if n.startswith("orth_")]
 acc = table51.set_index("optimizer")["test_acc_mean"]
 diffs = {o: round(float(acc[o] - acc[b]), 2) for o, b in pairs}
@@ -253,14 +252,14 @@ out.check("table5.1", "every orthogonal variant within 2 points of its base, and
 table51.round(3)
 
 # %%
-thr = list(S["thresholds"])
+thr = list(S.thresholds)
 rows = []
 for (name, cfgs), start in zip(t51.items(), np.cumsum([0] + [len(c) for c in t51.values()])):
     reached = [[ox.epochs_to_reach(r["history"], t) for t in thr] for r in t51_res[start:start + len(cfgs)]]
     rows.append({"optimizer": name, **{f"acc{t}": float(np.median(col)) if not np.isnan(col).any() else np.nan
                                        for t, col in zip(thr, np.array(reached).T)}})
 table52 = ox.beside_source(pd.DataFrame(rows), ox.read_source("5.2"), ["optimizer"])
-out.save_table(table52, "table5.2", params=S, note=f"median epoch over seeds; thresholds {thr} %")
+out.save_table(table52, "table5.2", params=S.as_dict(), note=f"median epoch over seeds; thresholds {thr} %")
 t52 = table52.set_index("optimizer")
 low = [f"acc{t}" for t in thr[:2]]
 ok52 = {o: bool((np.nan_to_num(t52.loc[o, low], nan=1e9) <= np.nan_to_num(t52.loc[b, low], nan=1e9)).all())
@@ -287,7 +286,7 @@ df54 = ox.run_table(flat54, res54).assign(lr=[k[0] for k in keys54], momentum=[k
 table54 = ox.mean_se(df54, ["lr", "momentum", "base", "orth"], cols=("test_acc",))
 table54 = ox.beside_source(table54, ox.read_source("5.4"), ["lr", "momentum", "base", "orth"])
 grid = table54.pivot_table(index=["lr", "momentum"], columns=["base", "orth"], values="test_acc_mean")
-out.save_table(table54, "table5.4", params=S)
+out.save_table(table54, "table5.4", params=S.as_dict())
 better = np.concatenate([(grid[(b, True)] >= grid[(b, False)]).to_numpy() for b in ("sgdm", "adam")])
 ranges = {f"{b}{'_orth' if o else ''}": float(np.ptp(grid[(b, o)])) for b in ("sgdm", "adam") for o in (False, True)}  # points
 out.check("table5.4", "Orth >= original in most grid cells", bool(better.mean() > 0.5),
@@ -313,7 +312,7 @@ from lalr_core.chapters.ch06_orthogonal_sgdm import imagenet
 
 on_imagenet = profile == "paper" and imagenet.imagenet_dir() is not None
 if on_imagenet:  # cached units, resumable from their per-epoch checkpoints
-    f57 = {v: cached(imagenet.classifier_unit, dict(S["f57_imagenet"], grad_transform=v, seed=0),
+    f57 = {v: cached(imagenet.classifier_unit, dict(S.f57_imagenet, grad_transform=v, seed=0),
                      name="ch06_imagenet") for v in ("none", "orth")}
     xs = {v: (r["history"]["epoch"], r["history"]["val_acc"]) for v, r in f57.items()}
     xlabel = "epoch"
@@ -327,7 +326,7 @@ else:
 fig, ax = plt.subplots(figsize=(7, 4))
 ax.plot(*xs["none"], **SGDM); ax.plot(*xs["orth"], **ORTH)
 ax.set_xlabel(xlabel); ax.set_ylabel("validation accuracy"); ax.legend()
-out.savefig(fig, "fig5.7", params=S, note="ImageNet" if on_imagenet else "reduced analogue (Fashion-MNIST)")
+out.savefig(fig, "fig5.7", params=S.as_dict(), note="ImageNet" if on_imagenet else "reduced analogue (Fashion-MNIST)")
 above = float(np.mean(np.asarray(xs["orth"][1]) > np.asarray(xs["none"][1])))
 out.check("fig5.7", "Orth-SGDM's validation accuracy is above SGDM's at most evaluation points",
           above > 0.5, ours=f"{100 * above:.0f} % of points" + ("" if on_imagenet else " (FM analogue)"),
@@ -341,7 +340,7 @@ out.check("fig5.7", "Orth-SGDM's validation accuracy is above SGDM's at most eva
 # trunk → projector 512-256-256, views = random crop (pad 2) + Gaussian noise 0.1, λ = 5e-3,
 # batch 256, LARS (trust 1e-3, momentum 0.9, lr 0.2, wd 1.5e-6, biases/BN excluded), 3 seeds; the
 # paper-scale version is `lalr_core.chapters.ch06_orthogonal_sgdm.imagenet.train_imagenet_barlow_twins` (ImageNet only).
-# *Check:* Orth-LARS's mean loss over the first 100 steps is lower.
+# *Check:* Orth-LARS's mean loss over the first 100 steps (`bt_window`) is lower.
 
 # %%
 bt_cfgs = ox.barlow_twins_configs(S)
@@ -349,17 +348,17 @@ if on_imagenet:  # the paper setting: ResNet-50 Barlow Twins on ImageNet, offici
     loss = {o: cached(imagenet.barlow_twins_unit, dict(grad_transform="orth" if o else "none"),
                       name="ch06_bt_imagenet")["steps"]["loss"].to_numpy() for o in (False, True)}
 else:
-    bt = train_runs(bt_cfgs, workers=S["workers"], executor=S["executor"])
+    bt = train_runs(bt_cfgs, workers=S.workers, executor=S.executor)
     loss = {o: np.mean([r["steps"]["loss"] for c, r in zip(bt_cfgs, bt) if ox.is_orthogonalised(c) == o], axis=0)
             for o in (False, True)}
 fig, ax = plt.subplots(figsize=(7, 4))
 steps = np.arange(1, len(loss[False]) + 1)
 ax.plot(steps, loss[False], color="C0", label="LARS"); ax.plot(steps, loss[True], color="C1", label="Orth-LARS")
 ax.set_xlabel("step"); ax.set_ylabel("Barlow Twins loss"); ax.set_yscale("log"); ax.legend()
-out.savefig(fig, "fig5.8", params=bt_cfgs[0].key(), seeds=list(range(S["unsup_seeds"])),
+out.savefig(fig, "fig5.8", params=bt_cfgs[0].key(), seeds=list(range(S.unsup_seeds)),
             note="ImageNet" if on_imagenet else "reduced analogue (Fashion-MNIST)")
-n100 = min(100, len(steps))
-out.check("fig5.8", "Orth-LARS's Barlow Twins loss is lower over the first 100 steps (seed mean)",
+n100 = min(S.bt_window, len(steps))
+out.check("fig5.8", f"Orth-LARS's Barlow Twins loss is lower over the first {S.bt_window} steps (seed mean)",
           bool(loss[True][:n100].mean() < loss[False][:n100].mean()),
           ours={"lars": round(float(loss[False][:n100].mean()), 1), "orth_lars": round(float(loss[True][:n100].mean()), 1)})
 
@@ -375,14 +374,14 @@ out.check("fig5.8", "Orth-LARS's Barlow Twins loss is lower over the first 100 s
 
 # %%
 vae_cfgs = ox.vae_configs(S)
-vae = train_runs(vae_cfgs, workers=S["workers"], executor=S["executor"])
+vae = train_runs(vae_cfgs, workers=S.workers, executor=S.executor)
 mse = {o: np.mean([r["evals"]["val_loss"] for c, r in zip(vae_cfgs, vae) if ox.is_orthogonalised(c) == o], axis=0)
        for o in (False, True)}
 ev_steps = vae[0]["evals"]["step"]
 fig, ax = plt.subplots(figsize=(7, 4))
 ax.plot(ev_steps, mse[False], color="C0", label="Adam"); ax.plot(ev_steps, mse[True], color="C1", label="Orth-Adam")
 ax.set_xlabel("step"); ax.set_ylabel("held-out MSE (counts$^2$)"); ax.legend()
-out.savefig(fig, "fig5.9", params=vae_cfgs[0].key(), seeds=list(range(S["unsup_seeds"])))
+out.savefig(fig, "fig5.9", params=vae_cfgs[0].key(), seeds=list(range(S.unsup_seeds)))
 frac = float(np.mean(mse[True][1:] <= mse[False][1:]))
 out.check("fig5.9", "Orth-Adam's held-out MSE <= Adam's at most checkpoints (3-seed mean)", frac > 0.5,
           ours=f"{100 * frac:.0f} % of checkpoints")
@@ -403,8 +402,8 @@ out.check("fig5.9", "Orth-Adam's held-out MSE <= Adam's at most checkpoints (3-s
 cos_cfgs, cos_res = runs("fig5.10")
 cos = {(c.lr, ox.variant_of(c)): r["callbacks"]["filter_cos"] for c, r in zip(cos_cfgs, cos_res)}
 gaps = {}
-for lr, item in zip(S["cos_lrs"], ("fig5.10", "fig5.11")):
-    for layer, panel in zip(S["cos_layers"], "AB"):
+for lr, item in zip(S.cos_lrs, ("fig5.10", "fig5.11")):
+    for layer, panel in zip(S.cos_layers, "AB"):
         fig, ax = plt.subplots(figsize=(9, 4))
         for v, off, col in (("sgdm", -0.2, "C0"), ("orth_sgdm", 0.2, "C1")):
             d = cos[(lr, v)][cos[(lr, v)]["layer"] == layer].reset_index(drop=True)
@@ -414,17 +413,17 @@ for lr, item in zip(S["cos_lrs"], ("fig5.10", "fig5.11")):
         P = int(d["fan_in"].iloc[0])
         ax.axhline(min(cos_threshold(P), 1), ls="--", color="k", lw=0.8, label=r"$10/\sqrt{P_l}$")
         ax.axhline(random_abs_cos_mean(P), ls=":", color="k", lw=0.8, label=r"random $E|\cos|$")
-        ax.set_xlabel(f"batch / {S['cos_every']}"); ax.set_ylabel("|cos| between filters"); ax.legend(fontsize=7)
-        ax.set_title(f"{S['cos_model']} {layer}, lr = {lr}")
-        out.savefig(fig, f"{item}{panel}", params=S)
+        ax.set_xlabel(f"batch / {S.cos_every}"); ax.set_ylabel("|cos| between filters"); ax.legend(fontsize=7)
+        ax.set_title(f"{S.cos_model} {layer}, lr = {lr}")
+        out.savefig(fig, f"{item}{panel}", params=S.as_dict())
         plt.close(fig)
         med = {v: cos[(lr, v)].query("layer == @layer")["median"].mean() for v in ("sgdm", "orth_sgdm")}
         gaps[(lr, layer)] = med["sgdm"] - med["orth_sgdm"]
-        if lr == S["cos_lrs"][0]:
+        if lr == S.cos_lrs[0]:
             out.check(f"{item}{panel}", "at lr = 1, SGDM's filter |cos| is above Orth-SGDM's",
                       bool(gaps[(lr, layer)] > 0), ours={k: round(float(x), 4) for k, x in med.items()})
         else:
-            big = gaps[(S["cos_lrs"][0], layer)]
+            big = gaps[(S.cos_lrs[0], layer)]
             out.check(f"{item}{panel}", "at lr = 0.01 the SGDM-Orth gap of lr = 1 shrinks or reverses",
                       bool(gaps[(lr, layer)] < big), ours={"gap_lr1": round(float(big), 4),
                                                            "gap_lr0.01": round(float(gaps[(lr, layer)]), 4)})
@@ -440,16 +439,16 @@ pd.Series(gaps)
 # downward over training.
 
 # %%
-rep = {v: hist[(S["rep_model"], v, 0)]["callbacks"]["representations"] for v in ("sgdm", "orth_sgdm")}
-fig, axs = plt.subplots(1, len(S["rep_modules"]), figsize=(12, 3.5), sharey=True)
-for ax, layer in zip(np.atleast_1d(axs), S["rep_modules"]):
+rep = {v: hist[(S.rep_model, v, 0)]["callbacks"]["representations"] for v in ("sgdm", "orth_sgdm")}
+fig, axs = plt.subplots(1, len(S.rep_modules), figsize=(12, 3.5), sharey=True)
+for ax, layer in zip(np.atleast_1d(axs), S.rep_modules):
     for v, col in (("sgdm", "C0"), ("orth_sgdm", "C1")):
         d = rep[v][rep[v]["layer"] == layer]
-        ax.scatter(d["step"] / S["rep_every"], d["similarity"], s=3, color=col, alpha=0.5,
+        ax.scatter(d["step"] / S.rep_every, d["similarity"], s=3, color=col, alpha=0.5,
                    label="SGDM" if v == "sgdm" else "Orth-SGDM")
-    ax.set_title(f"l = {S['rep_modules'].index(layer) + 1}"); ax.set_xlabel(f"batch / {S['rep_every']}")
+    ax.set_title(f"l = {S.rep_modules.index(layer) + 1}"); ax.set_xlabel(f"batch / {S.rep_every}")
 np.atleast_1d(axs)[0].set_ylabel(r"$E[R_l]$"); np.atleast_1d(axs)[0].legend()
-out.savefig(fig, "fig5.12", params=S, seeds=[0])
+out.savefig(fig, "fig5.12", params=S.as_dict(), seeds=[0])
 means = {v: rep[v].groupby(["layer", "step"])["similarity"].mean() for v in rep}
 below = float((means["orth_sgdm"] < means["sgdm"]).mean())
 orth_trend = np.polyfit(means["orth_sgdm"].index.get_level_values("step"), means["orth_sgdm"].to_numpy(), 1)[0]
@@ -471,8 +470,8 @@ out.check("fig5.12", "Orth-SGDM's E[R_l] trends downward over training", bool(or
 # %%
 t55_cfgs, t55_res = runs("table5.5")
 t55 = ox.mean_se(ox.run_table(t55_cfgs, t55_res), ["model", "variant"], cols=("test_acc",))
-t55 = ox.beside_source(t55, ox.read_source("5.5"), ["model", "variant"], S["source_analogue"])
-out.save_table(t55, "table5.5", params=S)
+t55 = ox.beside_source(t55, ox.read_source("5.5"), ["model", "variant"], S.source_analogue)
+out.save_table(t55, "table5.5", params=S.as_dict())
 acc55 = t55.pivot(index="model", columns="variant", values="test_acc_mean")
 order = ((acc55["n_sgdm"] >= acc55["sgdm"]) & (acc55["orth_sgdm"] > acc55["n_sgdm"]))
 div55 = t55.pivot(index="model", columns="variant", values="diverged")["cn_sgdm"]
@@ -489,23 +488,24 @@ t55.pivot(index="model", columns="variant", values=["test_acc_mean", "source_tes
 # *Source:* Orth-SGDM produces about 10× more "temporarily disabled parameters" (weights whose
 # gradient is exactly zero for a batch) in ResNet-50's layer2[1].conv2 — a regularising effect.
 # We count exact zeros of the raw gradient (before orthogonalisation) per batch and also
-# |g| ≤ 1e-4 (the source's code, digest G16); blue scatter, orange running mean (N = 50). At quick
-# scale: ResNet-8-FM's layer2[0].conv2 during the seed-0 suite runs. *Check:* Orth's final running
-# mean of the count is at least 2× SGDM's (the digest's reduced criterion), for exact zeros and
-# for |g| ≤ 1e-4.
+# |g| ≤ 1e-4 (the source's code, digest G16); blue scatter, orange running mean (N = 50,
+# `tdp_window`). At quick scale: ResNet-8-FM's layer2[0].conv2 during the seed-0 suite runs.
+# *Check:* Orth's final running mean of the count is at least 2× SGDM's (the digest's reduced
+# criterion), for exact zeros and for |g| ≤ 1e-4.
 
 # %%
-tdp = {v: hist[(S["tdp_model"], v, 0)]["callbacks"]["zero_grad"] for v in ("sgdm", "orth_sgdm")}
+tdp = {v: hist[(S.tdp_model, v, 0)]["callbacks"]["zero_grad"] for v in ("sgdm", "orth_sgdm")}
 ends = {}
 for v, panel in (("sgdm", "A"), ("orth_sgdm", "B")):
     fig, ax = plt.subplots(figsize=(7, 4))
     d = tdp[v]
     ax.scatter(d["step"], d["below_eps"], s=4, color="C0", alpha=0.25, label="per batch")
-    ax.plot(d["step"], ox.running_mean(d["below_eps"], 50), color="C1", label="running mean (N = 50)")
+    ax.plot(d["step"], ox.running_mean(d["below_eps"], S.tdp_window), color="C1",
+            label=f"running mean (N = {S.tdp_window})")
     ax.set_xlabel("Batch #"); ax.set_ylabel("count (eps=1e-4)"); ax.legend()
-    ax.set_title(f"{S['tdp_model']} {S['tdp_layer']}: {'SGDM' if v == 'sgdm' else 'Orth-SGDM'}")
-    out.savefig(fig, f"fig5.13{panel}", params=S, seeds=[0])
-    ends[v] = {k: float(ox.running_mean(d[k], 50)[-1]) for k in ("zero", "below_eps")}
+    ax.set_title(f"{S.tdp_model} {S.tdp_layer}: {'SGDM' if v == 'sgdm' else 'Orth-SGDM'}")
+    out.savefig(fig, f"fig5.13{panel}", params=S.as_dict(), seeds=[0])
+    ends[v] = {k: float(ox.running_mean(d[k], S.tdp_window)[-1]) for k in ("zero", "below_eps")}
 ratio = {k: ends["orth_sgdm"][k] / max(ends["sgdm"][k], 1e-12) for k in ("zero", "below_eps")}
 out.check("fig5.13A", "Orth-SGDM ends with >= 2x SGDM's count of exactly-zero gradients (the thesis's TDP)",
           bool(ratio["zero"] >= 2), ours=ends, source="about 10x",
@@ -524,8 +524,8 @@ ends
 # %%
 t56_cfgs, t56_res = runs("table5.6")
 t56 = ox.mean_se(ox.run_table(t56_cfgs, t56_res), ["model", "variant"])
-t56 = ox.beside_source(t56, ox.read_source("5.6"), ["model", "variant"], S["source_analogue"])
-out.save_table(t56, "table5.6", params=S)
+t56 = ox.beside_source(t56, ox.read_source("5.6"), ["model", "variant"], S.source_analogue)
+out.save_table(t56, "table5.6", params=S.as_dict())
 a56 = t56.pivot(index="model", columns="variant", values="test_acc_mean")
 se56 = t56.pivot(index="model", columns="variant", values="test_acc_se")
 conv_ok = a56["conv_orth_sgdm"] >= a56["orth_sgdm"] - np.hypot(se56["conv_orth_sgdm"], se56["orth_sgdm"])
@@ -554,7 +554,7 @@ for v, style in (("sgdm", SGDM), ("orth_sgdm", ORTH)):
     d = f514s[f514s.variant == v]
     ax.errorbar(d["batch_size"], d["val_acc_mean"], yerr=d["val_acc_se"], marker="o", capsize=3, **style)
 ax.set_xscale("log", base=2); ax.set_xlabel("mini-batch size"); ax.set_ylabel("validation accuracy (%)"); ax.legend()
-out.savefig(fig, "fig5.14", params=S)
+out.savefig(fig, "fig5.14", params=S.as_dict())
 g14 = f514s.pivot(index="batch_size", columns="variant", values="val_acc_mean")
 g14 = g14["orth_sgdm"] - g14["sgdm"]
 small, large = g14.iloc[0], g14.iloc[-1]
@@ -580,7 +580,7 @@ shift = {}
 for cfg, res, item in zip(sym_cfgs, sym_res, ("figI.1", "figI.2")):
     sym = res["callbacks"]["symmetry"]
     fig, ax = plt.subplots(figsize=(10, 4))
-    keep = range(0, len(sym["steps"]), max(1, 5 // S["sym_every"]))
+    keep = range(0, len(sym["steps"]), max(1, 5 // S.sym_every))
     for j, i in enumerate(keep):
         for arr, off, col, lab in ((sym["phi"], -0.2, "C0", r"$\phi_t$"), (sym["phi_perm"], 0.2, "C1", r"$\phi_t(\pi)$")):
             bplot(ax, j, arr[i], offset=off, s=1.5, color=col, label=lab if j == 0 else None)
@@ -588,7 +588,7 @@ for cfg, res, item in zip(sym_cfgs, sym_res, ("figI.1", "figI.2")):
     for sgn in (1, -1):
         ax.axhline(sgn * k, ls="--", color="k", lw=0.8)
     ax.set_xlabel("batch / 5"); ax.set_ylabel("cosine"); ax.set_title(cfg.model); ax.legend(fontsize=7)
-    out.savefig(fig, item, params=S)
+    out.savefig(fig, item, params=S.as_dict())
     plt.close(fig)
     med_phi, med_perm = float(np.median(sym["phi"])), float(np.median(sym["phi_perm"]))
     shift[cfg.model] = abs(float(np.mean(sym["phi_perm"])))
@@ -596,5 +596,5 @@ for cfg, res, item in zip(sym_cfgs, sym_res, ("figI.1", "figI.2")):
               med_phi < 0 and abs(med_perm) < abs(med_phi), ours={"median_phi": round(med_phi, 3),
                                                                   "median_phi_pi": round(med_perm, 3)})
 out.check("figI.2", "skip connections reduce the systematic offset of phi(pi) (|mean| no larger)",
-          shift[S["sym_models"][1]] <= shift[S["sym_models"][0]], ours={m: round(v, 4) for m, v in shift.items()})
+          shift[S.sym_models[1]] <= shift[S.sym_models[0]], ours={m: round(v, 4) for m, v in shift.items()})
 shift

@@ -39,7 +39,8 @@ def step_stream(X: torch.Tensor, y: torch.Tensor, batch: int, steps: int, seed: 
     if batch > len(X):
         raise ValueError(f"batch {batch} is larger than the {len(X)} training samples")
     gen = torch.Generator().manual_seed(seed)
-    epochs = (iterate_batches(X, y, batch, generator=gen, drop_last=True) for _ in itertools.count())
+    epochs = (iterate_batches(X, y, batch, generator=gen, drop_last=True)
+              for _ in itertools.count())
     return itertools.islice(itertools.chain.from_iterable(epochs), steps)
 
 

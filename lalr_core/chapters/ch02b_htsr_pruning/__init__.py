@@ -1,0 +1,36 @@
+"""Chapter 02b (seed 001 ch. 3, HT-SR-metric-guided channel pruning): settings, runs, summaries.
+
+Pipeline of the source: pretrain (traditional augmentation or AugMix) -> per-layer pruning
+budgets from an HT-SR metric of the pretrained conv weights (`pruning.layer_budgets`, Table 3.1
+settings) -> mask channels (ME-Prune scores) -> finetune with lr0 0.05 cosine, with a global lr
+or TempBalance's alpha-weighted layer-wise lrs (eq. 2.13). `settings` holds the names and the
+typed ``Settings`` per profile (smoke / quick = the digest's I.5 reductions on sklearn digits /
+paper = CIFAR-100 and the source's models). Pretraining is one sweep (the chapter's only section
+known up front); the budgets need its weights, so every finetuning run is built from
+`plans.metric_tables` afterwards (`plans.finetune_plan`). `summaries` holds the checks'
+arithmetic (gains over uniform pruning, transition-layer ranks, rebound detection, lr extremes).
+"""
+
+from lalr_core.chapters.ch02b_htsr_pruning.plans import (
+    all_finetunes, budget_grid, fig31_table, finetune_plan, finetune_spec, layer_table,
+    max_abs_zscore, metric_tables, pretrain_config, pretrain_pairs, pretrain_runs, pretrain_unit,
+    pretrained_model, ranks_of, ratios_for, rule_correlations, sections, transition_layers)
+from lalr_core.chapters.ch02b_htsr_pruning.settings import (
+    AUGS, EXECUTORS, GRID_FIGS, HYBRID, METRICS, PROFILES, ROLES, SCALE, SETTINGS, SHAPE,
+    SOURCE_MODELS, UNIFORM, Settings, setting, settings_table)
+from lalr_core.chapters.ch02b_htsr_pruning.summaries import (
+    gains, largest_lr_shift, layer_means, lr_extremes, rebound, run_table, slimmed_remaining)
+from lalr_core.core.chapter import Chapter
+
+CHAPTER = Chapter(id="02b", title="HT-SR metrics as channel-pruning budgets; layer-wise lrs "
+                  "after pruning", profiles=PROFILES, sections=sections)
+
+__all__ = [
+    "AUGS", "CHAPTER", "EXECUTORS", "GRID_FIGS", "HYBRID", "METRICS", "PROFILES", "ROLES",
+    "SCALE", "SETTINGS", "SHAPE", "SOURCE_MODELS", "UNIFORM", "Settings", "all_finetunes",
+    "budget_grid", "fig31_table", "finetune_plan", "finetune_spec", "gains", "largest_lr_shift",
+    "layer_means", "layer_table", "lr_extremes", "max_abs_zscore", "metric_tables",
+    "pretrain_config", "pretrain_pairs", "pretrain_runs", "pretrain_unit", "pretrained_model",
+    "ranks_of", "ratios_for", "rebound", "rule_correlations", "run_table", "sections", "setting",
+    "settings_table", "slimmed_remaining", "transition_layers",
+]

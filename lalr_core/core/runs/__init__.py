@@ -1,0 +1,31 @@
+"""Cached runs and resumable sweeps.
+
+A training run (or any expensive computation) is one cached unit ``fn(params)``. Its key is a
+hash of the resolved parameters, the library version and the fingerprint of the code the unit
+depends on (`lalr_core.core.code_hash.code_fingerprint` of ``fn.__module__`` plus the modules
+``fn.code_modules(params)`` names, closed over their imports; docstrings and comments do not
+count). So a fix to the code a unit ran invalidates its entries, and nothing else's. The entry
+is a directory ``<root>/<name>/<hash>/`` holding ``result.pkl`` and ``meta.json`` (which records
+the parameters, the code fingerprint and its modules). Entries are written into a hidden
+temporary directory and renamed into place, so a killed writer never leaves a half entry that
+looks complete, and a corrupt entry is detected by its checksum and recomputed. Sweeps go
+through one executor interface (sequential, local processes, or Ray) and share the cache, so a
+killed sweep resumes and loses at most the units that were in flight.
+
+Every method that computes a key (`RunCache.key`, ``path``, ``checkpoint_dir``, ``lookup``,
+``get``, ``put``) takes the unit's ``fn``; without it, the ``fn`` of the run family ``name``
+is used: the one declared with `register_unit` (``"train"`` is `lalr_core.core.units.
+train_unit`), else the one of the unit of that family running now in this process, else none
+(the key is then the parameters and version only, as a plain ``put`` stores it).
+"""
+
+from lalr_core.core.runs.cache import ACTIVE_CACHES, RunCache, active_cache, cached
+from lalr_core.core.runs.executors import LocalExecutor, RayExecutor, sweep
+from lalr_core.core.runs.keys import (FAMILIES, HASH_LEN, META_FILE, RESULT_FILE, ROOT_ENV,
+                                      canonical_params, family_unit, param_hash, register_unit,
+                                      unit_fingerprint, unit_modules)
+
+__all__ = ["ACTIVE_CACHES", "FAMILIES", "HASH_LEN", "META_FILE", "RESULT_FILE", "ROOT_ENV",
+           "LocalExecutor", "RayExecutor", "RunCache", "active_cache", "cached",
+           "canonical_params", "family_unit", "param_hash", "register_unit", "sweep",
+           "unit_fingerprint", "unit_modules"]

@@ -166,8 +166,9 @@ def test_train_unit_code_modules_name_the_runs_plugins():
     plain = {"run": RunConfig().key(), "callbacks": {"weights": {}}}
     traj = {"run": RunConfig().key(), "callbacks": {"trajectory": {"window": 5}}}
     tb = {"run": RunConfig(methods=(TempBalance(),)).key(), "callbacks": {}}
-    assert unit_modules(train_unit, plain) == ["lalr_core.core.callbacks", "lalr_core.core.units"]
-    assert unit_modules(train_unit, traj) == sorted(["lalr_core.core.units", traj_module])
+    core = ["lalr_core.core.optim", "lalr_core.core.tasks", "lalr_core.core.units"]  # task, sgdm
+    assert unit_modules(train_unit, plain) == sorted(["lalr_core.core.callbacks", *core])
+    assert unit_modules(train_unit, traj) == sorted([*core, traj_module])
     assert TempBalance.__module__ in unit_modules(train_unit, tb)
     assert unit_fingerprint(train_unit, traj) != unit_fingerprint(train_unit, plain)
     prune = CALLBACKS["pruned_start"].__module__
@@ -175,7 +176,13 @@ def test_train_unit_code_modules_name_the_runs_plugins():
                 "callbacks": {"pruned_start": {"pretrained": {**tb, "callbacks": {"weights": {}}},
                                                "ratios": {"conv1": 0.5}}}}
     assert unit_modules(train_unit, finetune) == sorted(  # the pretraining's code counts too
-        {"lalr_core.core.callbacks", "lalr_core.core.units", prune, TempBalance.__module__})
+        {"lalr_core.core.callbacks", *core, prune, TempBalance.__module__})
+    # a chapter's task and a method's optimiser factory count too (Barlow Twins with LARS)
+    from lalr_core.chapters.ch06_orthogonal_sgdm.unsupervised import BarlowTwinsTask
+    from lalr_core.methods.orthogonal import lars
+    bt = {"run": RunConfig(optimizer="lars", epochs=1, task=BarlowTwinsTask()).key(),
+          "callbacks": {}}
+    assert {BarlowTwinsTask.__module__, lars.__module__} <= set(unit_modules(train_unit, bt))
     assert unit_fingerprint(train_unit, plain) == \
         unit_fingerprint(train_unit, {**plain, "run": RunConfig(lr=0.3).key()})
 

@@ -1,7 +1,9 @@
 """Training loop: schedules (closed forms), one SGD step vs a hand computation, determinism,
-divergence as a result, and resume after a kill."""
+divergence as a result, resume after a kill, and the task protocol's optional hooks (per-step
+lr, group lr scales, per-epoch start, max_steps, checkpoints of another run refused)."""
 
 import math
+from dataclasses import dataclass, field
 
 import numpy as np
 import pytest
@@ -11,6 +13,7 @@ import torch.nn.functional as F
 from lalr_core.core.data import load_data
 from lalr_core.core.models import build_model
 from lalr_core.core.config import RunConfig
+from lalr_core.core.tasks import ImageClassification
 from lalr_core.core.train import lr_factor, train
 from lalr_core.methods.trajectory import TrajectoryCallback
 
@@ -120,3 +123,89 @@ def test_gradient_clipping_bounds_the_first_step():
     clipped = train(RunConfig(**base, clip_grad_norm=1e-3), callbacks=[TrajectoryCallback(1)], progress=False)
     step = clipped["callbacks"]["trajectory"]["step_norm"][0]
     assert step == pytest.approx(1e-3, rel=1e-4)  # lr 1 times a gradient of norm exactly 1e-3
+
+
+# ----------------------------------------------------------------------------- task hooks
+STARTED: list[int] = []
+
+
+@dataclass(frozen=True)
+class _Scheduled(ImageClassification):
+    """Image classification with every optional hook of the task protocol: a per-step lr ramp,
+    a group lr_scale, max_steps (free to change on resume) and a record of start_epoch."""
+
+    name = "scheduled_test"
+    resume_free = ("task.max_steps",)
+    max_steps: int | None = None
+    note: str = field(default="", compare=False)  # not part of the run
+
+    def start_epoch(self, cfg, data, epoch):
+        STARTED.append(epoch)
+
+    def configure_optimizer(self, cfg, optimizer):
+        optimizer.param_groups[0]["lr_scale"] = 0.5
+
+    def step_lr_factor(self, cfg, data, step):
+        return (step + 1) / 10
+
+
+class _GroupLrs:
+    """Records the first group's lr at every step."""
+
+    name = "group_lrs"
+
+    def __init__(self):
+        self.lrs = []
+
+    def on_optimizer(self, optimizer):
+        self.optimizer = optimizer
+
+    def on_step(self, model):
+        self.lrs.append(self.optimizer.param_groups[0]["lr"])
+
+    def result(self):
+        return self.lrs
+
+    def state_dict(self):
+        return {}
+
+    def load_state_dict(self, state):
+        pass
+
+
+def test_task_hooks_step_schedule_and_epochs():
+    STARTED.clear()
+    cfg = RunConfig(**{**TINY, "epochs": 2}, lr=0.1, task=_Scheduled())
+    out = train(cfg, callbacks=[_GroupLrs()], progress=False)
+    assert STARTED == [0, 1]  # 0-based epochs, once each
+    factors = [(k + 1) / 10 for k in range(8)]  # 4 steps per epoch
+    assert list(out["steps"]["lr"]) == [0.1 * f for f in factors]
+    assert out["callbacks"]["group_lrs"] == [f * (0.1 * 0.5) for f in factors]
+    assert list(out["history"]["lr"]) == [0.1 * factors[0], 0.1 * factors[4]]
+    with pytest.raises(ValueError, match="per-step lr schedule"):
+        train(cfg.replace(schedule="cosine"), progress=False)
+
+
+def test_task_max_steps_cut_epoch_and_resume(tmp_path):
+    base = RunConfig(**{**TINY, "epochs": 3}, task=_Scheduled(max_steps=6))
+    cut = train(base, progress=False, checkpoint_dir=tmp_path, checkpoint_every=1)
+    h = cut["history"]
+    assert list(h["step"]) == [4, 6] and len(cut["steps"]) == 6  # epoch 2 cut after 2 steps
+    assert np.isfinite(h["val_loss"].iloc[-1])  # the run's last epoch is evaluated
+    ckpt = torch.load(tmp_path / "checkpoint.pt", weights_only=False)
+    assert ckpt["state"]["epoch"] == 1  # the cut epoch is not checkpointed
+    # more steps resume from epoch 1's checkpoint and match the uninterrupted run exactly;
+    # a field outside the key (compare=False) may differ too
+    longer = base.replace(task=_Scheduled(max_steps=10, note="resumed"))
+    resumed = train(longer, progress=False, checkpoint_dir=tmp_path, checkpoint_every=1)
+    full = train(longer, progress=False)
+    np.testing.assert_array_equal(resumed["steps"].to_numpy(), full["steps"].to_numpy())
+    assert list(full["history"]["step"]) == [4, 8, 10]
+    with pytest.raises(ValueError, match=r"other values of \['lr'\]"):
+        train(longer.replace(lr=0.5), progress=False, checkpoint_dir=tmp_path)
+
+
+def test_plugin_key_leaves_out_fields_outside_comparison():
+    a, b = _Scheduled(max_steps=3, note="a"), _Scheduled(max_steps=3, note="b")
+    assert a == b and hash(a) == hash(b)
+    assert a.key() == {"kind": "scheduled_test", "max_steps": 3}

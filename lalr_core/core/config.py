@@ -33,14 +33,17 @@ METHODS = Registry("method")        # name -> MethodConfig subclass
 class PluginConfig:
     """Settings of a registered plug-in (a task or a method): frozen, validated, hashable.
 
-    ``key()`` is ``{"kind": name, **fields}``; `plugin_config` rebuilds the object from it.
+    ``key()`` is ``{"kind": name, **fields}``; `plugin_config` rebuilds the object from it. A
+    field declared with ``field(compare=False)`` (e.g. a task's number of loader processes or
+    its data folder: how the run is done, not what it computes) is left out of equality and
+    of ``key()``, like ``RunConfig.device``; the rebuilt object has its default there.
     """
 
     name: ClassVar[str] = ""
 
     def key(self) -> dict[str, Any]:
         return {"kind": self.name, **{f.name: getattr(self, f.name)
-                                      for f in dataclasses.fields(self)}}
+                                      for f in dataclasses.fields(self) if f.compare}}
 
 
 def plugin_config(spec, registry: Registry):

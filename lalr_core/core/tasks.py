@@ -14,6 +14,22 @@ in ``TASKS``; ``RunConfig.task`` holds it. The loop calls:
 * ``evaluate(cfg, model, data, split)``: ``(loss, accuracy)`` on ``"val"`` or ``"test"``;
 * ``eval_at_start``: also evaluate validation at step 0 when ``cfg.eval_every_steps`` is set.
 
+and, where the task has them (all optional; e.g. chapter 06's ImageNet tasks use each):
+
+* ``start_epoch(cfg, data, epoch)``: before each epoch's ``batches``, with the 0-based epoch
+  (e.g. to set a data loader's per-epoch order and seeds);
+* ``configure_optimizer(cfg, optimizer)``: right after the optimiser is built (methods'
+  wrappers included), e.g. to give param groups their own ``lr_scale``;
+* ``step_lr_factor(cfg, data, step)``: a per-step lr schedule (e.g. warm-up then cosine)
+  in place of ``cfg.schedule``, which must then be ``"constant"``: before the 0-based step
+  ``step`` every group's lr is ``factor * (cfg.lr * group.get("lr_scale", 1))``, and the
+  step's recorded lr is ``cfg.lr * factor``;
+* ``max_steps`` (int or None): stop after this many steps in all, even if epochs remain (the
+  schedules still span ``cfg.epochs``); an epoch it cuts short is recorded and evaluated but
+  not checkpointed, so a resume never starts inside an epoch;
+* ``resume_free``: names of the key entries (``"epochs"``, ``"task.<field>"``) in which a
+  run may differ from the checkpoint it resumes; any other difference is refused.
+
 Image classification is the core task; a chapter registers others (Barlow Twins, a VAE,
 masked-language modelling, ...) with ``@TASKS.register(name)``.
 """

@@ -8,7 +8,8 @@ turns batches into losses, the optimiser comes from the registry with the run's 
 per-step loss and lr, final metrics, callback results). A NaN/inf loss ends the run and is
 recorded as ``diverged`` (several source tables contain diverged settings), not raised.
 With ``checkpoint_dir`` the run saves its full state every ``checkpoint_every`` epochs and a
-later call resumes from it, so a killed run loses at most those epochs.
+later call resumes from it, so a killed run loses at most those epochs; a checkpoint of
+another configuration is refused (the task's ``resume_free`` names what may differ).
 """
 
 from __future__ import annotations
@@ -31,8 +32,9 @@ from lalr_core.core.models import num_parameters
 from lalr_core.core.optim import make_optimizer
 from lalr_core.core.tasks import evaluate
 
-__all__ = ["evaluate", "initial_model", "load_checkpoint", "load_run_data", "lr_factor",
-           "make_optimizer", "resolve_device", "run_model", "save_checkpoint", "train"]
+__all__ = ["check_resumable", "evaluate", "initial_model", "load_checkpoint", "load_run_data",
+           "lr_factor", "make_optimizer", "resolve_device", "run_model", "save_checkpoint",
+           "train"]
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -89,6 +91,28 @@ def load_run_data(cfg: RunConfig, device: torch.device):
     return cfg.task.load(cfg, device)
 
 
+def _flat_key(key: dict) -> dict:
+    """A run's key with the task's fields as ``"task.<field>"`` entries."""
+    task = key.get("task", {})
+    return {**{k: v for k, v in key.items() if k != "task"},
+            **{f"task.{k}": v for k, v in task.items()}}
+
+
+def check_resumable(cfg: RunConfig, saved: dict | None, where: Path) -> None:
+    """Raise ``ValueError`` unless the checkpoint's config ``saved`` is ``cfg``'s, up to the
+    key entries the task lists in ``resume_free`` (None: a checkpoint from before the loop
+    recorded its config, accepted)."""
+    if saved is None:
+        return
+    free = set(getattr(cfg.task, "resume_free", ()))
+    now, then = _flat_key(cfg.key()), _flat_key(saved)
+    changed = sorted(k for k in now.keys() | then.keys()
+                     if k not in free and now.get(k) != then.get(k))
+    if changed:
+        raise ValueError(f"the checkpoint in {where} is of another run: it has other values "
+                         f"of {changed}")
+
+
 def _call(callbacks, hook: str, *args) -> None:
     for cb in callbacks:
         fn = getattr(cb, hook, None)
@@ -143,12 +167,21 @@ def train(cfg: RunConfig, *, data=None, callbacks: Iterable = (),
         ``callbacks`` (name -> result), ``num_parameters``, ``device``, ``wall_time_s``,
         ``config`` (the cache key), ``evals`` (DataFrame: step, val_loss, val_acc every
         ``cfg.eval_every_steps``), ``optimizer_stats`` (SVD fallbacks, skipped tensors).
+
+    The task's optional hooks (`lalr_core.core.tasks`: ``start_epoch``,
+    ``configure_optimizer``, ``step_lr_factor``, ``max_steps``, ``resume_free``) apply where
+    it has them.
     """
     callbacks = list(callbacks)
     for method in cfg.methods:
         given = {cb.name for cb in callbacks}
         callbacks += [cb for cb in method.callbacks(cfg) if cb.name not in given]
     task = cfg.task
+    step_lr_factor = getattr(task, "step_lr_factor", None)  # per-step schedule of the task
+    max_steps = getattr(task, "max_steps", None)             # None: every epoch in full
+    if step_lr_factor is not None and cfg.schedule != "constant":
+        raise ValueError(f"task {task.name!r} has its own per-step lr schedule; use "
+                         f"schedule='constant', got {cfg.schedule!r}")
     device = resolve_device(cfg.device)
     data = (data or task.load(cfg, device)).to(device)
     torch.manual_seed(cfg.seed)
@@ -156,12 +189,15 @@ def train(cfg: RunConfig, *, data=None, callbacks: Iterable = (),
     if task.channels_last(cfg):
         model = model.to(memory_format=torch.channels_last)
     optimizer = make_optimizer(cfg, model)
+    if (configure := getattr(task, "configure_optimizer", None)) is not None:
+        configure(cfg, optimizer)
     _call(callbacks, "on_optimizer", optimizer)
     gen = torch.Generator(device=device).manual_seed(cfg.seed + 1)  # data order + augmentation
     ckpt_path = Path(checkpoint_dir) / "checkpoint.pt" if checkpoint_dir else None
     state = {"epoch": 0, "rows": [], "steps": [], "evals": [], "diverged": False, "elapsed": 0.0}
     _call(callbacks, "on_train_start", model)
     if (ckpt := load_checkpoint(ckpt_path)) is not None:
+        check_resumable(cfg, ckpt.get("config"), ckpt_path.parent)
         model.load_state_dict(ckpt["model"])
         optimizer.load_state_dict(ckpt["optimizer"])
         gen.set_state(ckpt["generator"])
@@ -174,15 +210,31 @@ def train(cfg: RunConfig, *, data=None, callbacks: Iterable = (),
                 else contextlib.nullcontext())
     bar = tqdm(range(state["epoch"], cfg.epochs), desc=f"{cfg.model}/{cfg.optimizer}",
                disable=not progress, leave=False)
+    start_epoch = getattr(task, "start_epoch", None)
     with deterministic_mode(cfg.deterministic):
         for epoch in bar:
+            if max_steps is not None and len(state["steps"]) >= max_steps:
+                break
             t0 = time.perf_counter()
             lr = cfg.lr * lr_factor(cfg, epoch)
             for group in optimizer.param_groups:
                 group["lr"] = lr * group.get("lr_scale", 1.0)
             model.train()
+            if start_epoch is not None:
+                start_epoch(cfg, data, epoch)
             losses, correct, seen, scored = [], torch.zeros((), device=device), 0, False
+            step_lrs, cut = [], False  # per-step lrs (task schedules); epoch cut by max_steps
             for batch in task.batches(cfg, data, gen):
+                done = len(state["steps"]) + len(losses)  # steps before this one
+                if max_steps is not None and done >= max_steps:  # (this batch goes unused: it
+                    # tells a cut epoch from one that ended exactly at max_steps)
+                    cut = True
+                    break
+                if step_lr_factor is not None:
+                    factor = step_lr_factor(cfg, data, done)
+                    for group in optimizer.param_groups:  # the group's base lr times factor
+                        group["lr"] = factor * (cfg.lr * group.get("lr_scale", 1.0))
+                    step_lrs.append(cfg.lr * factor)
                 loss, n_correct, n_batch = task.loss(model, batch, autocast, gen)
                 optimizer.zero_grad(set_to_none=True)
                 loss.backward()
@@ -200,13 +252,17 @@ def train(cfg: RunConfig, *, data=None, callbacks: Iterable = (),
                 seen += n_batch
             step_losses = torch.stack(losses).float().cpu().numpy()  # one sync per epoch
             first = len(state["steps"])
-            state["steps"] += [(first + i + 1, epoch + 1, lr, float(v))
+            step_lrs = step_lrs or [lr] * len(step_losses)
+            state["steps"] += [(first + i + 1, epoch + 1, step_lrs[i], float(v))
                                for i, v in enumerate(step_losses)]
-            row = {"epoch": epoch + 1, "step": len(state["steps"]), "lr": lr,
-                   "train_loss": float(step_losses.mean()), "train_acc": correct.item() / seen if scored else float("nan")}
+            run_ends = epoch + 1 == cfg.epochs or (max_steps is not None
+                                                    and len(state["steps"]) >= max_steps)
+            row = {"epoch": epoch + 1, "step": len(state["steps"]), "lr": step_lrs[0],
+                   "train_loss": float(step_losses.mean()),
+                   "train_acc": correct.item() / seen if scored else float("nan")}
             if not np.isfinite(step_losses).all():
                 state["diverged"] = True
-            if (epoch + 1) % eval_every == 0 or epoch + 1 == cfg.epochs or state["diverged"]:
+            if (epoch + 1) % eval_every == 0 or run_ends or state["diverged"]:
                 row["val_loss"], row["val_acc"] = task.evaluate(cfg, model, data, "val")
                 row["test_loss"], row["test_acc"] = task.evaluate(cfg, model, data, "test")
             state["elapsed"] += time.perf_counter() - t0
@@ -215,13 +271,13 @@ def train(cfg: RunConfig, *, data=None, callbacks: Iterable = (),
             state["epoch"] = epoch + 1
             _call(callbacks, "on_epoch_end", model, row)
             bar.set_postfix(loss=f"{row['train_loss']:.3f}", val=f"{row.get('val_acc', np.nan):.3f}")
-            if state["diverged"]:
+            if state["diverged"] or cut:  # a cut epoch is not checkpointed
                 break
             if ckpt_path and checkpoint_every and state["epoch"] % checkpoint_every == 0:
                 ckpt_path.parent.mkdir(parents=True, exist_ok=True)
                 save_checkpoint(ckpt_path, {
                     "model": model.state_dict(), "optimizer": optimizer.state_dict(),
-                    "generator": gen.get_state(), "state": state,
+                    "generator": gen.get_state(), "state": state, "config": cfg.key(),
                     "callbacks": {cb.name: cb.state_dict() for cb in callbacks}})
     history = pd.DataFrame(state["rows"])
     last = history.ffill().iloc[-1].to_dict() if len(history) else {}

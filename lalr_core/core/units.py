@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from lalr_core.core.callbacks import CALLBACKS
-from lalr_core.core.config import RunConfig
+from lalr_core.core.config import OPTIMIZERS, RunConfig
 from lalr_core.core.runs import RunCache, active_cache, register_unit, sweep
 from lalr_core.core.train import train
 
@@ -24,11 +24,13 @@ CHECKPOINT_EVERY = 10  # epochs; a killed paper run resumes losing at most this 
 
 def train_code_modules(params: Mapping[str, Any]) -> list[str]:
     """The plug-in modules a training unit depends on beyond its own: those defining the run's
-    method configs and its callbacks (``train_unit.code_modules``, see `runs.sweep`), and those
-    of any training unit a callback starts from (e.g. ``pruned_start``'s ``pretrained``), so a
-    fine-tuning is recomputed when the code of its pretraining changes."""
+    task, optimiser factory, method configs and callbacks (``train_unit.code_modules``, see
+    `runs.sweep`), and those of any training unit a callback starts from (e.g.
+    ``pruned_start``'s ``pretrained``), so a fine-tuning is recomputed when the code of its
+    pretraining changes."""
     cfg = RunConfig(**params["run"])
-    modules = {type(m).__module__ for m in cfg.methods}
+    modules = {type(cfg.task).__module__, OPTIMIZERS[cfg.optimizer].__module__}
+    modules |= {type(m).__module__ for m in cfg.methods}
     modules |= {CALLBACKS[kind].__module__ for kind in params["callbacks"]}
     for unit in _nested_units(list(params["callbacks"].values())):
         modules.update(train_code_modules(unit))

@@ -1,10 +1,29 @@
 """ImageNet runs of seed 004 chapter 5 (chapter 06): figs 5.7 and 5.8 at full scale.
 
 * fig 5.7: SGDM vs Orthogonal-SGDM, torchvision ResNet-34, batch 1024, lr 1e-2, momentum 0.9,
-  wd 5e-4, 100 epochs, no lr schedule (`train_imagenet_classifier`).
+  wd 5e-4, 100 epochs, no lr schedule (`ImageNetClassifierTask`, `classifier_config`).
 * fig 5.8: Barlow Twins loss during pre-training, LARS vs Orthogonal-LARS (only the
   backbone's conv weights orthogonalised), batch 1024, other settings the official BT ones
-  (`train_imagenet_barlow_twins`).
+  (`ImageNetBarlowTwinsTask`, `barlow_twins_config`).
+
+Both are tasks of the one training loop (`lalr_core.core.train`), like the reduced runs of
+`unsupervised`: the task loads the folder, builds the model, yields the batches (seeding each
+epoch's order, `seed_epoch`) and computes the loss; the loop supplies seeding, the optimiser
+(``sgdm``, or ``lars`` with ``optimizer_params`` ``eta``), the orthogonalising method
+(`GradTransform`), the history, divergence handling and per-epoch checkpoints. Barlow Twins'
+warm-up + cosine schedule (`bt_lr`) is the task's per-step lr factor, and its two LARS groups
+carry their lrs as ``lr_scale``. ``cfg.dataset`` is not read (ImageNet is a folder of JPEGs,
+not one of the in-memory ``DATASETS``): the task names the data; the other in-memory data
+settings of a ``RunConfig`` (``synthetic``, ``n_train``, ``augment``, ...) must keep their
+defaults. Checkpoints are per epoch only: a killed run resumes at its last finished epoch
+(the hand-written loops before these tasks also resumed mid-epoch).
+
+The notebook keeps its parameter dicts: ``classifier_unit(params)`` and
+``barlow_twins_unit(params)`` are cached units whose ``params`` override
+``CLASSIFIER_DEFAULTS`` / ``BARLOW_DEFAULTS`` (the settings' ``f57_imagenet`` is checked
+against the former); `classifier_config` and `barlow_twins_config` turn such a dict into the
+``RunConfig`` they train, `train_imagenet_classifier` and `train_imagenet_barlow_twins` train
+it (with an optional checkpoint folder).
 
 Expected layout (torchvision ``ImageFolder``), under the data root (``$LALR_DATA_ROOT``,
 default ``<repo>/data/datasets``)::
@@ -19,23 +38,22 @@ for ``s`` in ``"train"``, ``"val"``. It unpacks the per-class train tars and re-
 flat validation images into ``<wnid>`` folders with the devkit's ground truth (needs scipy).
 
 The data side (folder layout, transforms, loaders, samplers) is `imagenet_data`, whose names
-are re-exported here; this module holds the two training functions and their helpers.
+are re-exported here.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
-import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
 import torch
 import torch.nn.functional as F
 from torch import nn
-from torch.utils.data import DataLoader
-from tqdm.auto import tqdm
 
 from lalr_core.chapters.ch06_orthogonal_sgdm.imagenet_data import (
     IMAGENET_MEAN,
@@ -43,6 +61,7 @@ from lalr_core.chapters.ch06_orthogonal_sgdm.imagenet_data import (
     LAYOUT,
     RESIZE_RATIO,
     EpochSampler,
+    ImageNetData,
     TwoViews,
     imagenet_dir,
     imagenet_loaders,
@@ -50,15 +69,19 @@ from lalr_core.chapters.ch06_orthogonal_sgdm.imagenet_data import (
     require_imagenet,
     seed_epoch,
 )
-from lalr_core.core.models import TORCHVISION_ARCHS, build_model
+from lalr_core.core.config import TASKS, RunConfig, TaskConfig
+from lalr_core.core.models import TORCHVISION_ARCHS, TORCHVISION_NAMES, build_model
 from lalr_core.core.runs import active_cache
 from lalr_core.core.ssl_models import BarlowTwins, barlow_twins_loss
-from lalr_core.core.train import load_checkpoint, resolve_device, save_checkpoint
-from lalr_core.methods.orthogonal import LARS, GradientTransform, lars_param_groups, select_params
+from lalr_core.core.train import resolve_device, train
+from lalr_core.methods.orthogonal import METHODS as ORTH_METHODS
+from lalr_core.methods.orthogonal import GradTransform
 
 __all__ = [  # the data names are re-exported from imagenet_data
     "BARLOW_DEFAULTS", "CLASSIFIER_DEFAULTS", "IMAGENET_MEAN", "IMAGENET_STD", "LAYOUT",
-    "RESIZE_RATIO", "EpochSampler", "TwoViews", "bt_lr", "imagenet_dir", "imagenet_loaders",
+    "RESIZE_RATIO", "EpochSampler", "ImageNetBarlowTwinsTask", "ImageNetClassifierTask",
+    "ImageNetData", "ImageNetTask", "TwoViews", "barlow_twins_config", "barlow_twins_unit",
+    "bt_lr", "classifier_config", "classifier_unit", "imagenet_dir", "imagenet_loaders",
     "imagenet_transforms", "require_imagenet", "seed_epoch", "train_imagenet_barlow_twins",
     "train_imagenet_classifier",
 ]
@@ -80,11 +103,13 @@ BARLOW_DEFAULTS: dict[str, Any] = dict(  # fig 5.8; Zbontar et al. 2021 sec. 4 /
     bf16=True, root=None, crop=224,
     max_steps=None,  # stop after this many steps; the lr schedule still spans `epochs`
 )
-_FREE = ("workers", "device", "root")  # may change between a run and its resume
+# RunConfig fields of in-memory data that the ImageNet tasks cannot honour
+_IN_MEMORY = ("synthetic", "n_train", "n_val", "n_test", "split_seed", "augment", "augmix",
+              "width")
 
 
 # ----------------------------------------------------------------------------- helpers
-def _resolve(params: dict, defaults: dict) -> dict:
+def _resolve(params: Mapping[str, Any], defaults: dict) -> dict:
     """Defaults updated by ``params``; ``ValueError`` on unknown keys or bad values."""
     unknown = sorted(set(params) - set(defaults))
     if unknown:
@@ -92,19 +117,24 @@ def _resolve(params: dict, defaults: dict) -> dict:
     p = {**defaults, **params}
     if p["grad_transform"] not in ("none", "orth"):
         raise ValueError(f"grad_transform must be 'none' or 'orth', got {p['grad_transform']!r}")
-    if p["batch_size"] < 1 or p["epochs"] < 1:
-        raise ValueError(f"need batch_size, epochs >= 1, got {p['batch_size']}, {p['epochs']}")
-    for key in ("max_steps", "max_steps_per_epoch"):
-        if p.get(key) is not None and p[key] < 1:
-            raise ValueError(f"{key} must be None or >= 1, got {p[key]}")
+    if p["orth_method"] not in ORTH_METHODS:
+        raise ValueError(f"orth_method must be one of {ORTH_METHODS}, got {p['orth_method']!r}")
     return p
 
 
-def _torchvision(name: str, num_classes: int, crop: int) -> nn.Module:
+def _torchvision_name(name: str) -> str:
+    """``resnet34`` or ``resnet34_tv`` -> the model name ``resnet34_tv``."""
     arch = name.removesuffix("_tv")
     if arch not in TORCHVISION_ARCHS:
         raise ValueError(f"unknown torchvision model {name!r}; choose one of {TORCHVISION_ARCHS}")
-    return build_model(f"{arch}_tv", num_classes=num_classes, image_size=crop)
+    return f"{arch}_tv"
+
+
+def _orth(p: dict, layers: str, prefix: str = "") -> tuple:
+    """The run's methods: Orth (``p["orth_method"]``) on the chosen weights, or none."""
+    if p["grad_transform"] == "none":
+        return ()
+    return (GradTransform("orth", method=p["orth_method"], layers=layers, prefix=prefix),)
 
 
 def _to(x: torch.Tensor, device: torch.device) -> torch.Tensor:
@@ -112,131 +142,127 @@ def _to(x: torch.Tensor, device: torch.device) -> torch.Tensor:
     return x.to(device, non_blocking=True, memory_format=fmt)
 
 
-def _prepare(model: nn.Module, base: torch.optim.Optimizer, chosen: list[str], p: dict,
-             device: torch.device, ckpt_dir, state: dict, free: tuple[str, ...]):
-    """Wrap ``base`` around ``chosen`` weights and resume from ``ckpt_dir`` if it has a checkpoint.
-
-    Returns ``(optimizer, checkpoint path, state, autocast context)``.
-    """
-    named = dict(model.named_parameters())
-    opt = GradientTransform(base, [named[n] for n in chosen], transform=p["grad_transform"],
-                            method=p["orth_method"])
-    path = Path(ckpt_dir) / "checkpoint.pt" if ckpt_dir is not None else None
-    if (ckpt := load_checkpoint(path)) is not None:
-        changed = sorted(k for k in p if k not in free and ckpt["params"].get(k) != p[k])
-        if changed:
-            raise ValueError(f"the checkpoint in {ckpt_dir} has other values of {changed}")
-        model.load_state_dict(ckpt["model"])
-        opt.load_state_dict(ckpt["optimizer"])
-        state = ckpt["state"]
-    bf16 = p["bf16"] and device.type == "cuda"
-    autocast = torch.autocast("cuda", dtype=torch.bfloat16) if bf16 else contextlib.nullcontext()
-    return opt, path, state, autocast
+def _autocast(cfg: RunConfig, device: torch.device):
+    if cfg.bf16 and device.type == "cuda":
+        return torch.autocast("cuda", dtype=torch.bfloat16)
+    return contextlib.nullcontext()
 
 
-def _checkpoint(path: Path | None, p: dict, model, optimizer, state: dict) -> None:
-    if path is not None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        save_checkpoint(path, {"params": p, "model": model.state_dict(),
-                                "optimizer": optimizer.state_dict(), "state": state})
+def _int_at_least(name: str, value, low: int, allow_none: bool = False) -> None:
+    if value is None and allow_none:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise ValueError(f"{name} must be an int >= {low}{' or None' if allow_none else ''}, "
+                         f"got {value!r}")
 
 
-def _on(model: nn.Module, device: torch.device) -> nn.Module:
-    model = model.to(device)
-    return model.to(memory_format=torch.channels_last) if device.type == "cuda" else model
-
-
-@torch.no_grad()
-def _evaluate(model: nn.Module, loader: DataLoader, device, autocast) -> tuple[float, float]:
-    """Mean cross-entropy and top-1 accuracy (in [0, 1]) over ``loader``."""
-    model.eval()
-    loss_sum, correct, n = torch.zeros((), device=device), torch.zeros((), device=device), 0
-    for X, y in loader:
-        X, y = _to(X, device), y.to(device, non_blocking=True)
-        with autocast:
-            logits = model(X).float()
-        loss_sum += F.cross_entropy(logits, y, reduction="sum")
-        correct += (logits.argmax(1) == y).sum()
-        n += len(y)
-    model.train()
-    return loss_sum.item() / max(n, 1), correct.item() / max(n, 1)
-
-
-# ----------------------------------------------------------------------------- fig 5.7
-def _classifier_epoch(model, opt, loader, device, autocast, steps: int, bar) -> float:
-    """Train ``steps`` batches of ``loader``; return the mean training loss."""
-    losses = []
-    for X, y in loader:
-        X, y = _to(X, device), y.to(device, non_blocking=True)
-        with autocast:
-            loss = F.cross_entropy(model(X).float(), y)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        losses.append(loss.detach())
-        bar.update()
-        if len(losses) == steps:
-            break
-    return torch.stack(losses).mean().item()  # one host sync per epoch
-
-
-def train_imagenet_classifier(params: dict, *, checkpoint_dir: str | Path | None = None,
-                              progress: bool = True) -> dict[str, Any]:
-    """Train a torchvision classifier on ImageNet with SGDM or Orthogonal-SGDM (fig 5.7).
-
-    Orth orthogonalises every conv and linear weight (classifier included, the source's
-    default) before torch's SGD step, so weight decay and momentum act on ``O``.
+# ----------------------------------------------------------------------------- tasks
+@dataclass(frozen=True)
+class ImageNetTask(TaskConfig):
+    """What both ImageNet tasks share: the folder, the image side and the loader processes.
 
     Args:
-        params: overrides of ``CLASSIFIER_DEFAULTS`` (unknown keys raise).
-        checkpoint_dir: saved after every epoch; a later call with it resumes (``epochs``,
-            ``workers``, ``device`` and ``root`` may differ, nothing else).
-        progress: tqdm bar over steps.
-
-    Returns:
-        ``history`` (DataFrame: epoch, step, train_loss, val_loss, val_acc, time_s),
-        ``final`` (its last row), ``diverged``, ``optimizer_stats``, ``device``.
-
-    Raises:
-        DatasetMissingError: no ImageNet. ValueError: bad parameters, checkpoint mismatch.
+        crop: training and evaluation image side in pixels (224; tests use 32).
+        workers: loader processes (0: load in the training process). Not part of the key.
+        root: the data root (None: `lalr_core.core.data.data_root`). Not part of the key.
     """
-    p = _resolve(params, CLASSIFIER_DEFAULTS)
-    device = resolve_device(p["device"])
-    train_dl, val_dl = imagenet_loaders(p["root"], p["batch_size"], p["workers"], seed=p["seed"],
-                                        crop=p["crop"])
-    torch.manual_seed(p["seed"])
-    model = _on(_torchvision(p["model"], len(train_dl.dataset.classes), p["crop"]), device)
-    sgd = torch.optim.SGD(model.parameters(), lr=p["lr"], momentum=p["momentum"],
-                          weight_decay=p["wd"])
-    chosen = [] if p["grad_transform"] == "none" else select_params(model, "all")
-    init = {"epoch": 0, "rows": [], "elapsed": 0.0, "diverged": False}
-    opt, path, state, autocast = _prepare(model, sgd, chosen, p, device, checkpoint_dir, init,
-                                          _FREE + ("epochs",))
-    steps = min(len(train_dl), p["max_steps_per_epoch"] or len(train_dl))
-    bar = tqdm(total=p["epochs"] * steps, initial=state["epoch"] * steps, disable=not progress,
-               desc=f"{p['model']}/{p['grad_transform']}", leave=False)
-    for epoch in range(state["epoch"], 0 if state["diverged"] else p["epochs"]):
-        t0 = time.perf_counter()
-        seed_epoch(train_dl, p["seed"], epoch)
-        train_loss = _classifier_epoch(model, opt, train_dl, device, autocast, steps, bar)
-        val_loss, val_acc = _evaluate(model, val_dl, device, autocast)
-        state["elapsed"] += time.perf_counter() - t0
-        state["rows"].append(dict(epoch=epoch + 1, step=(epoch + 1) * steps, train_loss=train_loss,
-                                  val_loss=val_loss, val_acc=val_acc, time_s=state["elapsed"]))
-        state["epoch"], state["diverged"] = epoch + 1, not math.isfinite(train_loss)
-        bar.set_postfix(loss=f"{train_loss:.3f}", val_acc=f"{val_acc:.3f}")
-        _checkpoint(path, p, model, opt, state)
-        if state["diverged"]:  # recorded, not raised (STYLE 8)
-            break
-    bar.close()
-    history = pd.DataFrame(state["rows"], columns=["epoch", "step", "train_loss", "val_loss",
-                                                   "val_acc", "time_s"])
-    final = {k: float(v) for k, v in history.iloc[-1].items()} if len(history) else {}
-    return {"history": history, "final": final, "diverged": state["diverged"],
-            "optimizer_stats": dict(opt.stats), "device": str(device)}
+
+    crop: int = 224
+    workers: int = field(default=8, compare=False)
+    root: str | Path | None = field(default=None, compare=False)
+    eval_at_start = False
+
+    def __post_init__(self):
+        _int_at_least("crop", self.crop, 8)
+        _int_at_least("workers", self.workers, 0)
+
+    def check(self, cfg: RunConfig) -> None:
+        """Raise ``ValueError`` if ``cfg`` asks for what this task cannot do."""
+        defaults = {f.name: f.default for f in dataclasses.fields(RunConfig)}
+        changed = [n for n in _IN_MEMORY if getattr(cfg, n) != defaults[n]]
+        if changed:
+            raise ValueError(f"the ImageNet tasks read the image folder and use none of "
+                             f"{changed}: leave them at their defaults")
+        if cfg.model not in TORCHVISION_NAMES:
+            raise ValueError(f"unknown torchvision model {cfg.model!r}; choose one of "
+                             f"{TORCHVISION_NAMES}")
+
+    def channels_last(self, cfg: RunConfig) -> bool:
+        return resolve_device(cfg.device).type == "cuda"
+
+    def start_epoch(self, cfg: RunConfig, data: ImageNetData, epoch: int) -> None:
+        seed_epoch(data.train, cfg.seed, epoch)
 
 
-# ----------------------------------------------------------------------------- fig 5.8
+@TASKS.register("imagenet_classifier")
+@dataclass(frozen=True)
+class ImageNetClassifierTask(ImageNetTask):
+    """Fig 5.7: cross-entropy of a torchvision classifier (``cfg.model``, e.g.
+    ``resnet34_tv``) on ImageNet, torchvision's recipe (`imagenet_transforms`).
+
+    Evaluation: top-1 accuracy and mean cross-entropy on ImageNet's validation split (the
+    source's "test" numbers); ``"test"`` is NaN (ImageNet's test labels are not public). A run
+    resumed from its checkpoint may have more ``epochs`` (no schedule depends on them).
+
+    Args:
+        max_steps_per_epoch: train only the first this many batches of each epoch (None: all).
+    """
+
+    name = "imagenet_classifier"
+    resume_free = ("epochs",)
+    max_steps_per_epoch: int | None = None
+
+    def __post_init__(self):
+        super().__post_init__()
+        _int_at_least("max_steps_per_epoch", self.max_steps_per_epoch, 1, allow_none=True)
+
+    def load(self, cfg: RunConfig, device: torch.device) -> ImageNetData:
+        self.check(cfg)
+        train_dl, val_dl = imagenet_loaders(self.root, cfg.batch_size, self.workers,
+                                            seed=cfg.seed, crop=self.crop)
+        return ImageNetData(train_dl, val_dl, device)
+
+    def build_model(self, cfg: RunConfig) -> nn.Module:
+        from torchvision.datasets.folder import find_classes  # ImageFolder's class list
+
+        self.check(cfg)
+        classes, _ = find_classes(require_imagenet(self.root) / "train")
+        return build_model(cfg.model, num_classes=len(classes), image_size=self.crop)
+
+    def batches(self, cfg: RunConfig, data: ImageNetData, generator: torch.Generator):
+        steps = min(len(data.train), self.max_steps_per_epoch or len(data.train))
+        for i, (X, y) in enumerate(data.train):
+            yield _to(X, data.device), y.to(data.device, non_blocking=True)
+            if i + 1 == steps:  # return before the loader reads another batch
+                return
+
+    def loss(self, model: nn.Module, batch: tuple, autocast, generator):
+        X, y = batch
+        with autocast:
+            logits = model(X)
+            loss = F.cross_entropy(logits.float(), y)
+        return loss, (logits.detach().argmax(1) == y).sum(), len(y)
+
+    @torch.no_grad()
+    def evaluate(self, cfg: RunConfig, model: nn.Module, data: ImageNetData,
+                 split: str) -> tuple[float, float]:
+        """Mean cross-entropy and top-1 accuracy (in [0, 1]) over the validation loader."""
+        if split != "val":
+            return float("nan"), float("nan")
+        device, was_training = data.device, model.training
+        model.eval()
+        loss_sum, correct, n = torch.zeros((), device=device), torch.zeros((), device=device), 0
+        for X, y in data.val:
+            X, y = _to(X, device), y.to(device, non_blocking=True)
+            with _autocast(cfg, device):
+                logits = model(X).float()
+            loss_sum += F.cross_entropy(logits, y, reduction="sum")
+            correct += (logits.argmax(1) == y).sum()
+            n += len(y)
+        model.train(was_training)
+        return loss_sum.item() / max(n, 1), correct.item() / max(n, 1)
+
+
 def bt_lr(step: int, total_steps: int, warmup_steps: int, batch_size: int) -> float:
     """Barlow Twins' lr multiplier at 0-based ``step`` (the official code's schedule).
 
@@ -254,111 +280,195 @@ def bt_lr(step: int, total_steps: int, warmup_steps: int, batch_size: int) -> fl
     return peak * q + peak * 1e-3 * (1 - q)
 
 
-def _barlow_model(p: dict) -> BarlowTwins:
-    if not p["backbone"].startswith("resnet"):
-        raise ValueError(f"the BT backbone must be a torchvision ResNet, got {p['backbone']!r}")
-    trunk = _torchvision(p["backbone"], 1000, p["crop"])
-    dim, trunk.fc = trunk.fc.in_features, nn.Identity()  # 2048-d for ResNet-50
-    return BarlowTwins(trunk, dim, p["projector"])
+@TASKS.register("imagenet_barlow_twins")
+@dataclass(frozen=True)
+class ImageNetBarlowTwinsTask(ImageNetTask):
+    """Fig 5.8: Barlow Twins pre-training of a torchvision ResNet trunk (``cfg.model``, e.g.
+    ``resnet50_tv``, its classifier removed) on ImageNet's BT views (`imagenet_transforms`).
 
-
-def _bt_segment(model, opt, loader, p, device, autocast, state, sched, bar) -> list[tuple]:
-    """Steps from ``state["step"]`` to the epoch's end or ``stop``: rows (step, epoch, loss, lr)."""
-    total, warmup, stop, per_epoch = sched
-    rows = []
-    for (y1, y2), _ in loader:
-        lr = bt_lr(state["step"], total, warmup, p["batch_size"])
-        for group in opt.param_groups:
-            group["lr"] = lr * group["lr_scale"]
-        with autocast:
-            z1, z2 = model(_to(y1, device)), model(_to(y2, device))  # (B, projector[-1])
-        loss = barlow_twins_loss(z1.float(), z2.float(), p["lambd"])
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        state["step"] += 1
-        rows.append((state["step"], (state["step"] - 1) // per_epoch + 1, loss.detach(),
-                     lr * p["lr_weights"]))
-        bar.update()
-        if state["step"] >= stop:
-            break
-    losses = torch.stack([r[2] for r in rows]).float().cpu().tolist()  # one sync per segment
-    return [(s, e, v, lr) for (s, e, _, lr), v in zip(rows, losses, strict=True)]
-
-
-def train_imagenet_barlow_twins(params: dict, *, checkpoint_dir: str | Path | None = None,
-                                progress: bool = True) -> dict[str, Any]:
-    """Barlow Twins pre-training on ImageNet with LARS or Orthogonal-LARS (fig 5.8).
-
-    Orth orthogonalises only the backbone's conv weights (``trunk.*``); the projector's dense
-    layers are not (sec. 5.5.6). Weights use ``lr_weights``; biases and BN parameters form a
-    second LARS group (``exclude=True``: no wd, no trust ratio) with ``lr_biases``.
+    The lr follows `bt_lr` per step (warm-up over ``warmup_epochs``, cosine to the end of
+    ``cfg.epochs``; ``cfg.schedule`` must be ``"constant"``): ``cfg.lr`` is the weights' lr
+    per 256 images (the official 0.2) and the LARS group without adaptation (biases and BN)
+    runs at ``lr_biases`` (its ``lr_scale`` is ``lr_biases / cfg.lr``). Orth-LARS
+    orthogonalises only the trunk's conv weights (``GradTransform(layers="conv",
+    prefix="trunk.")``; sec. 5.5.6). No evaluation (NaN): the figure is the training loss. A
+    run resumed from its checkpoint may have another ``max_steps``.
 
     Args:
-        params: overrides of ``BARLOW_DEFAULTS`` (unknown keys raise).
-        checkpoint_dir: saved after every epoch and when ``max_steps`` stops the run; a later
-            call resumes, mid-epoch included (``max_steps``, ``workers``, ``device`` and
-            ``root`` may differ, nothing else).
-        progress: tqdm bar over steps.
+        projector: the projector's hidden and output widths.
+        lambd: weight of the redundancy-reduction term.
+        lr_biases: lr of biases and BN parameters per 256 images.
+        warmup_epochs: epochs of linear warm-up (``< cfg.epochs``).
+        max_steps: stop after this many steps in all (None: ``cfg.epochs`` epochs).
+    """
+
+    name = "imagenet_barlow_twins"
+    resume_free = ("task.max_steps",)
+    projector: tuple = (8192, 8192, 8192)
+    lambd: float = 5.1e-3
+    lr_biases: float = 4.8e-3
+    warmup_epochs: int = 10
+    max_steps: int | None = None
+
+    def __post_init__(self):
+        super().__post_init__()
+        object.__setattr__(self, "projector", tuple(int(w) for w in self.projector))
+        _int_at_least("warmup_epochs", self.warmup_epochs, 0)
+        _int_at_least("max_steps", self.max_steps, 1, allow_none=True)
+        if not self.projector or min(self.projector) < 1 or self.lambd < 0 \
+                or self.lr_biases <= 0:
+            raise ValueError(f"invalid Barlow Twins settings projector={self.projector}, "
+                             f"lambd={self.lambd}, lr_biases={self.lr_biases}")
+
+    def check(self, cfg: RunConfig) -> None:
+        super().check(cfg)
+        if not cfg.model.startswith("resnet"):
+            raise ValueError(f"the BT backbone must be a torchvision ResNet, got {cfg.model!r}")
+        if self.warmup_epochs >= cfg.epochs or cfg.batch_size < 2:
+            raise ValueError(f"need warmup_epochs < epochs and batch_size >= 2, got "
+                             f"{self.warmup_epochs}, {cfg.epochs}, {cfg.batch_size}")
+
+    def load(self, cfg: RunConfig, device: torch.device) -> ImageNetData:
+        self.check(cfg)
+        train_dl, val_dl = imagenet_loaders(self.root, cfg.batch_size, self.workers,
+                                            two_views=True, seed=cfg.seed, crop=self.crop)
+        if len(train_dl) == 0:
+            raise ValueError(f"batch_size {cfg.batch_size} exceeds the "
+                             f"{len(train_dl.sampler)} images")
+        return ImageNetData(train_dl, val_dl, device)
+
+    def build_model(self, cfg: RunConfig) -> BarlowTwins:
+        self.check(cfg)
+        trunk = build_model(cfg.model, num_classes=1000, image_size=self.crop)
+        dim, trunk.fc = trunk.fc.in_features, nn.Identity()  # 2048-d for ResNet-50
+        return BarlowTwins(trunk, dim, self.projector)
+
+    def configure_optimizer(self, cfg: RunConfig, optimizer) -> None:
+        for group in optimizer.param_groups:
+            group["lr_scale"] = self.lr_biases / cfg.lr if group.get("exclude") else 1.0
+
+    def step_lr_factor(self, cfg: RunConfig, data: ImageNetData, step: int) -> float:
+        per_epoch = len(data.train)
+        return bt_lr(step, cfg.epochs * per_epoch, self.warmup_epochs * per_epoch,
+                     cfg.batch_size)
+
+    def batches(self, cfg: RunConfig, data: ImageNetData, generator: torch.Generator):
+        for (y1, y2), _ in data.train:
+            yield _to(y1, data.device), _to(y2, data.device)
+
+    def loss(self, model: nn.Module, batch: tuple, autocast, generator):
+        y1, y2 = batch
+        with autocast:
+            z1, z2 = model(y1), model(y2)  # (B, projector[-1])
+        return barlow_twins_loss(z1.float(), z2.float(), self.lambd), None, len(y1)
+
+    def evaluate(self, cfg: RunConfig, model, data, split: str) -> tuple[float, float]:
+        return float("nan"), float("nan")  # the figure is the training loss
+
+
+# ----------------------------------------------------------------------------- run configs
+def classifier_config(params: Mapping[str, Any]) -> RunConfig:
+    """Fig 5.7's ``RunConfig`` from overrides of ``CLASSIFIER_DEFAULTS``.
+
+    SGDM (torch's SGD with momentum and L2 ``wd``) at a constant lr; ``grad_transform="orth"``
+    orthogonalises every conv and linear weight (classifier included, the source's default)
+    before the step, so weight decay and momentum act on ``O``.
+
+    Raises:
+        ValueError: unknown keys or bad values.
+    """
+    p = _resolve(params, CLASSIFIER_DEFAULTS)
+    task = ImageNetClassifierTask(crop=p["crop"], workers=p["workers"], root=p["root"],
+                                  max_steps_per_epoch=p["max_steps_per_epoch"])
+    cfg = RunConfig(model=_torchvision_name(p["model"]), optimizer="sgdm", lr=p["lr"],
+                    momentum=p["momentum"], wd=p["wd"], batch_size=p["batch_size"],
+                    epochs=p["epochs"], seed=p["seed"], bf16=p["bf16"], device=p["device"],
+                    task=task, methods=_orth(p, "all"))
+    task.check(cfg)
+    return cfg
+
+
+def barlow_twins_config(params: Mapping[str, Any]) -> RunConfig:
+    """Fig 5.8's ``RunConfig`` from overrides of ``BARLOW_DEFAULTS``: LARS (trust ``eta``)
+    at ``lr_weights`` (the run's ``lr``) and ``lr_biases``, or Orth-LARS
+    (``grad_transform="orth"``: the trunk's conv weights only).
+
+    Raises:
+        ValueError: unknown keys or bad values.
+    """
+    p = _resolve(params, BARLOW_DEFAULTS)
+    if not p["backbone"].startswith("resnet"):
+        raise ValueError(f"the BT backbone must be a torchvision ResNet, got {p['backbone']!r}")
+    task = ImageNetBarlowTwinsTask(
+        crop=p["crop"], workers=p["workers"], root=p["root"], projector=tuple(p["projector"]),
+        lambd=p["lambd"], lr_biases=p["lr_biases"], warmup_epochs=p["warmup_epochs"],
+        max_steps=p["max_steps"])
+    cfg = RunConfig(model=_torchvision_name(p["backbone"]), optimizer="lars",
+                    optimizer_params=(("eta", p["eta"]),), lr=p["lr_weights"],
+                    momentum=p["momentum"], wd=p["wd"], batch_size=p["batch_size"],
+                    epochs=p["epochs"], seed=p["seed"], bf16=p["bf16"], device=p["device"],
+                    task=task, methods=_orth(p, "conv", "trunk."))
+    task.check(cfg)
+    return cfg
+
+
+def train_imagenet_classifier(params: Mapping[str, Any], *,
+                              checkpoint_dir: str | Path | None = None,
+                              progress: bool = True) -> dict[str, Any]:
+    """Train `classifier_config` ``(params)`` with the one loop (fig 5.7).
+
+    Args:
+        params: overrides of ``CLASSIFIER_DEFAULTS`` (unknown keys raise).
+        checkpoint_dir: saved after every epoch; a later call with it resumes (``epochs``,
+            ``workers``, ``device`` and ``root`` may differ, nothing else).
+        progress: tqdm bar over epochs.
 
     Returns:
-        ``steps`` (DataFrame: step, epoch, loss, lr of the weights), ``steps_per_epoch``,
-        ``diverged``, ``optimizer_stats``, ``device``, ``wall_time_s``.
+        `lalr_core.core.train.train`'s result: ``history`` (one row per epoch: ``step``,
+        ``train_loss``, ``val_loss``, ``val_acc``, ...), ``steps``, ``final``, ``diverged``,
+        ``optimizer_stats``, ...
 
     Raises:
         DatasetMissingError: no ImageNet. ValueError: bad parameters, checkpoint mismatch.
     """
-    p = _resolve(params, BARLOW_DEFAULTS)
-    p["projector"] = tuple(p["projector"])  # a list and a tuple are one checkpoint key
-    if not 0 <= p["warmup_epochs"] < p["epochs"] or p["batch_size"] < 2:
-        raise ValueError(f"need 0 <= warmup_epochs < epochs and batch_size >= 2, got "
-                         f"{p['warmup_epochs']}, {p['epochs']}, {p['batch_size']}")
-    device = resolve_device(p["device"])
-    train_dl, _ = imagenet_loaders(p["root"], p["batch_size"], p["workers"], two_views=True,
-                                   seed=p["seed"], crop=p["crop"])
-    per_epoch = len(train_dl)
-    if per_epoch == 0:
-        raise ValueError(f"batch_size {p['batch_size']} exceeds the {len(train_dl.sampler)} images")
-    torch.manual_seed(p["seed"])
-    model = _on(_barlow_model(p), device)
-    groups = lars_param_groups(model)
-    for group, scale in zip(groups, (p["lr_weights"], p["lr_biases"]), strict=True):
-        group["lr_scale"] = scale
-    lars = LARS(groups, lr=p["lr_weights"], momentum=p["momentum"], wd=p["wd"], eta=p["eta"])
-    chosen = [] if p["grad_transform"] == "none" else select_params(model, "conv", "trunk.")
-    init = {"step": 0, "rows": [], "elapsed": 0.0, "diverged": False}
-    opt, path, state, autocast = _prepare(model, lars, chosen, p, device, checkpoint_dir, init,
-                                          _FREE + ("max_steps",))
-    total, warmup = p["epochs"] * per_epoch, p["warmup_epochs"] * per_epoch
-    stop = min(total, p["max_steps"] or total)
-    bar = tqdm(total=stop, initial=min(state["step"], stop), disable=not progress, leave=False,
-               desc=f"barlow/{p['grad_transform']}")
-    while state["step"] < stop and not state["diverged"]:
-        t0 = time.perf_counter()
-        seed_epoch(train_dl, p["seed"], *divmod(state["step"], per_epoch))
-        rows = _bt_segment(model, opt, train_dl, p, device, autocast, state,
-                           (total, warmup, stop, per_epoch), bar)
-        state["rows"] += rows
-        state["diverged"] = not all(math.isfinite(r[2]) for r in rows)  # recorded (STYLE 8)
-        state["elapsed"] += time.perf_counter() - t0
-        bar.set_postfix(loss=f"{rows[-1][2]:.1f}")
-        _checkpoint(path, p, model, opt, state)
-    bar.close()
-    return {"steps": pd.DataFrame(state["rows"], columns=["step", "epoch", "loss", "lr"]),
-            "steps_per_epoch": per_epoch, "diverged": state["diverged"],
-            "optimizer_stats": dict(opt.stats), "device": str(device),
-            "wall_time_s": state["elapsed"]}
+    return train(classifier_config(params), checkpoint_dir=checkpoint_dir, checkpoint_every=1,
+                 progress=progress)
+
+
+def train_imagenet_barlow_twins(params: Mapping[str, Any], *,
+                                checkpoint_dir: str | Path | None = None,
+                                progress: bool = True) -> dict[str, Any]:
+    """Train `barlow_twins_config` ``(params)`` with the one loop (fig 5.8).
+
+    Args:
+        params: overrides of ``BARLOW_DEFAULTS`` (unknown keys raise).
+        checkpoint_dir: saved after every full epoch (not when ``max_steps`` stops the run
+            inside one); a later call resumes from the last (``max_steps``, ``workers``,
+            ``device`` and ``root`` may differ, nothing else).
+        progress: tqdm bar over epochs.
+
+    Returns:
+        `lalr_core.core.train.train`'s result: ``steps`` (step, epoch, lr of the weights,
+        loss), ``history`` (per epoch), ``diverged``, ``optimizer_stats``, ``wall_time_s``, ...
+
+    Raises:
+        DatasetMissingError: no ImageNet. ValueError: bad parameters, checkpoint mismatch.
+    """
+    return train(barlow_twins_config(params), checkpoint_dir=checkpoint_dir, checkpoint_every=1,
+                 progress=progress)
 
 
 # ----------------------------------------------------------------------------- cached units
 def classifier_unit(params: dict) -> dict[str, Any]:
     """`train_imagenet_classifier` as a cached unit (``runs.cached``), resumable from its
     per-epoch checkpoint in the unit's scratch folder."""
+    classifier_config(params)  # bad parameters raise before any folder is made
     ckpt = active_cache().checkpoint_dir("ch06_imagenet", params, fn=classifier_unit)
     return train_imagenet_classifier(params, checkpoint_dir=ckpt)
 
 
 def barlow_twins_unit(params: dict) -> dict[str, Any]:
     """`train_imagenet_barlow_twins` as a cached unit, resumable like `classifier_unit`."""
+    barlow_twins_config(params)
     ckpt = active_cache().checkpoint_dir("ch06_bt_imagenet", params, fn=barlow_twins_unit)
     return train_imagenet_barlow_twins(params, checkpoint_dir=ckpt)

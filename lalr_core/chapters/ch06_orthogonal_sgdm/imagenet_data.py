@@ -7,6 +7,7 @@ re-exports every name of this module).
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import torch
@@ -48,11 +49,28 @@ def require_imagenet(root: str | Path | None = None) -> Path:
     return path
 
 
+@dataclass(frozen=True)
+class ImageNetData:
+    """A run's ImageNet data: the train and validation loaders and the run's device.
+
+    ``to(device)`` moves nothing (the loaders read from disk): it records the device, to which
+    the tasks of `imagenet` move each batch.
+    """
+
+    train: DataLoader
+    val: DataLoader
+    device: torch.device
+
+    def to(self, device: torch.device | str) -> ImageNetData:
+        return replace(self, device=torch.device(device))
+
+
 class EpochSampler(Sampler):
     """A fresh permutation per epoch from ``(seed, epoch)``, optionally skipping its start.
 
-    Because the order depends on the epoch only, a run resumed from a checkpoint (even one
-    taken mid-epoch: ``skip`` samples already seen) sees the same data order.
+    Because the order depends on the epoch only, a run resumed from a checkpoint sees the same
+    data order. ``skip`` leaves out an epoch's first samples (the training loop resumes at
+    epoch boundaries only, so its runs never skip).
     """
 
     def __init__(self, n: int, seed: int):

@@ -32,7 +32,7 @@
 # them in 0.01 increments until the global parameter target P is met ("we would rather under-prune
 # than over-prune"), mask the lowest-scoring output channels (ME-Prune's eq. 3.1 scores; within a
 # layer the ranking equals filter L1, digest I.2.10) and finetune with lr0 0.05, cosine — with one
-# global lr or with TempBalance's eq. 2.13 α-weighted lrs (`RunConfig(layer_lr="eq2.13")`).
+# global lr or with TempBalance's eq. 2.13 α-weighted lrs (`RunConfig(methods=(TempBalance("eq2.13"),))`).
 # `lalr_core.chapters.ch02b_htsr_pruning` builds every run from the profile table; this notebook calls it
 # and plots.
 #

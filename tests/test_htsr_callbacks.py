@@ -50,14 +50,6 @@ class Capture:
         self.model = model
         self.start = {k: v.detach().clone() for k, v in model.state_dict().items()}
 
-    def result(self):
-        return None
-
-    def state_dict(self):
-        return {}
-
-    def load_state_dict(self, state):
-        pass
 
 
 # ----------------------------------------------------------------------------- FinalWeights

@@ -142,14 +142,6 @@ class _Optimizer:
     def on_optimizer(self, optimizer):
         self.optimizer = optimizer
 
-    def result(self):
-        return None
-
-    def state_dict(self):
-        return {}
-
-    def load_state_dict(self, state):
-        pass
 
 
 @pytest.mark.parametrize("transform", ["none", "orth"])

@@ -32,11 +32,6 @@ class GroupLRs:
     def result(self):
         return self.rows
 
-    def state_dict(self):
-        return {}
-
-    def load_state_dict(self, state):
-        pass
 
 
 def test_key_rebuilds_the_config_with_its_methods():

@@ -57,11 +57,6 @@ class _Params:
     def result(self):
         return [p.detach().clone() for p in self.model.parameters()]
 
-    def state_dict(self):
-        return {}
-
-    def load_state_dict(self, state):
-        pass
 
 
 def test_history_and_determinism():
@@ -94,14 +89,6 @@ class _KillAt:
         if row["epoch"] == self.epoch:
             raise _Kill
 
-    def result(self):
-        return None
-
-    def state_dict(self):
-        return {}
-
-    def load_state_dict(self, state):
-        pass
 
 
 def test_resume_after_kill_gives_the_uninterrupted_result(tmp_path):
@@ -166,11 +153,6 @@ class _GroupLrs:
     def result(self):
         return self.lrs
 
-    def state_dict(self):
-        return {}
-
-    def load_state_dict(self, state):
-        pass
 
 
 def test_task_hooks_step_schedule_and_epochs():

@@ -152,8 +152,9 @@ def train(cfg: RunConfig, *, data=None, callbacks: Iterable = (),
             `make_optimizer`, before ``on_train_start``), ``on_train_start(model)``,
             ``on_backward(model)`` (raw gradients, before clipping and the transform),
             ``on_step(model)`` (after the optimiser step),
-            ``on_epoch_end(model, row)``, and ``result()``, ``state_dict()``,
-            ``load_state_dict(state)``; each needs a ``name`` attribute. The callbacks of
+            ``on_epoch_end(model, row)``, ``result()`` (None without it), and, for a
+            callback with state to resume, ``state_dict()`` and ``load_state_dict(state)``;
+            each needs a ``name`` attribute. The callbacks of
             ``cfg.methods`` (``MethodConfig.callbacks``) are appended unless one of the same
             name is given; e.g. TempBalance's result is ``callbacks["tempbalance"]``.
         progress: show a tqdm bar over epochs.
@@ -184,8 +185,7 @@ def train(cfg: RunConfig, *, data=None, callbacks: Iterable = (),
                          f"schedule='constant', got {cfg.schedule!r}")
     device = resolve_device(cfg.device)
     data = (data or task.load(cfg, device)).to(device)
-    torch.manual_seed(cfg.seed)
-    model = task.build_model(cfg).to(device)
+    model = initial_model(cfg).to(device)
     if task.channels_last(cfg):
         model = model.to(memory_format=torch.channels_last)
     optimizer = make_optimizer(cfg, model)
@@ -202,7 +202,8 @@ def train(cfg: RunConfig, *, data=None, callbacks: Iterable = (),
         optimizer.load_state_dict(ckpt["optimizer"])
         gen.set_state(ckpt["generator"])
         for cb in callbacks:
-            cb.load_state_dict(ckpt["callbacks"][cb.name])
+            if hasattr(cb, "load_state_dict"):
+                cb.load_state_dict(ckpt["callbacks"][cb.name])
         state = {"evals": [], **ckpt["state"]}
     if cfg.eval_every_steps and task.eval_at_start and not state["steps"] and not state["evals"]:
         state["evals"].append((0, *task.evaluate(cfg, model, data, "val")))
@@ -278,7 +279,8 @@ def train(cfg: RunConfig, *, data=None, callbacks: Iterable = (),
                 save_checkpoint(ckpt_path, {
                     "model": model.state_dict(), "optimizer": optimizer.state_dict(),
                     "generator": gen.get_state(), "state": state, "config": cfg.key(),
-                    "callbacks": {cb.name: cb.state_dict() for cb in callbacks}})
+                    "callbacks": {cb.name: cb.state_dict() for cb in callbacks
+                                  if hasattr(cb, "state_dict")}})
     history = pd.DataFrame(state["rows"])
     last = history.ffill().iloc[-1].to_dict() if len(history) else {}
     return {
@@ -288,7 +290,8 @@ def train(cfg: RunConfig, *, data=None, callbacks: Iterable = (),
         "optimizer_stats": dict(getattr(optimizer, "stats", {})),
         "final": {k: float(v) for k, v in last.items()},
         "diverged": state["diverged"],
-        "callbacks": {cb.name: cb.result() for cb in callbacks},
+        "callbacks": {cb.name: cb.result() if hasattr(cb, "result") else None
+                      for cb in callbacks},
         "num_parameters": num_parameters(model),
         "device": str(device),
         "wall_time_s": state["elapsed"],

@@ -56,12 +56,11 @@ class TempBalanceScaler:
         mats = spectral.layer_matrices(model, conv=CONV)
         if missing := [n for n in layers if n not in mats]:
             raise ValueError(f"no weight matrix for layer(s) {missing}")
-        esds = spectral.esds({n: mats[n] for n in layers})
+        esds = spectral.esds({n: mats[n] for n in layers})  # one eigensolve per layer
         used = np.array([esds[n].numel() >= self.min_eigs for n in layers])
-        fitted = spectral.alphas({n: mats[n] for n, u in zip(layers, used) if u}, xmin=self.xmin)
-        a = np.full(len(layers), np.nan)
+        a = np.array([spectral.fit_alpha(esds[n], xmin=self.xmin)["alpha"] if u else np.nan
+                      for n, u in zip(layers, used)], dtype=np.float64)
         scales = np.ones(len(layers))
-        a[used] = fitted["alpha"].loc[[n for n, u in zip(layers, used) if u]].to_numpy(np.float64)
         if used.any():
             extra = {"rng": self.rng} if self.rng is not None else {}
             scales[used] = allocate(a[used], 1.0, self.scheme, **self.params, **extra)

@@ -9,7 +9,7 @@ CHAPTERS ?= all
 PIN_HASH := $(shell cat pyproject.toml | sha256sum | cut -c1-12)
 STAMP := $(VENV)/.env-$(PIN_HASH)
 
-.PHONY: env figures test lab bench clean
+.PHONY: env data figures test lab bench prune clean
 
 env: $(STAMP)
 
@@ -19,6 +19,9 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q torch==2.14.1 torchvision==0.29.1
 	$(PY) -m pip install -q -e '.[dev]'
 	@rm -f $(VENV)/.env-* && touch $(STAMP)
+
+data: env
+	$(PY) -m lalr_core.driver --profile $(PROFILE) --chapters $(CHAPTERS) --data-only
 
 figures: env
 	$(PY) -m lalr_core.driver --profile $(PROFILE) --chapters $(CHAPTERS)
@@ -34,6 +37,9 @@ bench: env
 	$(PY) benchmarks/bench_orthogonal.py
 	$(PY) benchmarks/bench_spectral.py
 	$(PY) benchmarks/bench_tempbalance.py
+
+prune: env
+	$(PY) -m lalr_core.core.runs prune
 
 clean:
 	rm -rf figures/smoke figures/quick data/runs .pytest_cache

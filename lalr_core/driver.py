@@ -26,24 +26,45 @@ from lalr_core.core.report import build_report
 
 
 def chapter_notebooks(notebooks_dir: Path) -> dict[str, Path]:
-    """Chapter id (``"04"``, ``"02b"``) -> notebook path, from ``NN[x]_topic.ipynb`` names."""
-    return {p.name.split("_")[0]: p for p in sorted(notebooks_dir.glob("[0-9][0-9]*_*.ipynb"))}
+    """Chapter id (``"04"``, ``"02b"``) -> notebook path, from ``NN[x]_topic.ipynb`` names.
+
+    Raises:
+        ValueError: the folder does not exist or holds no chapter notebook (names --notebooks).
+    """
+    if not notebooks_dir.is_dir():
+        raise ValueError(f"--notebooks: the folder {notebooks_dir} does not exist")
+    found = {p.name.split("_")[0]: p for p in sorted(notebooks_dir.glob("[0-9][0-9]*_*.ipynb"))}
+    if not found:
+        raise ValueError(f"--notebooks: no chapter notebook (NN_topic.ipynb) in {notebooks_dir}")
+    return found
 
 
 def select_chapters(requested: str | None, available: dict[str, Path]) -> list[str]:
-    """Validate a comma-separated chapter list (``None``/``all`` = every notebook)."""
-    if requested in (None, "", "all"):
+    """Validate a comma-separated chapter list (``None``/``all`` = every notebook).
+
+    Raises:
+        ValueError: an unknown chapter, or a list that names none (``",,"``); names --chapters.
+    """
+    if requested is None or requested.strip() in ("", "all"):
         return sorted(available)
     chosen = [re.sub(r"^\d+", lambda m: m.group(0).zfill(2), c.strip())  # "2b" -> "02b"
               for c in requested.split(",") if c.strip()]
+    if not chosen:
+        raise ValueError(f"--chapters {requested!r} names no chapter; give ids such as 04,06 "
+                         f"or all (available: {sorted(available)})")
     unknown = [c for c in chosen if c not in available]
     if unknown:
-        raise ValueError(f"unknown chapters {unknown}; available: {sorted(available)}")
+        raise ValueError(f"--chapters: unknown chapters {unknown}; available: {sorted(available)}")
     return chosen
 
 
 def prepare_data(chapters: list[str], profile: str) -> None:
-    """Make every real dataset the chapters use at ``profile`` available (or raise)."""
+    """Make every real dataset the chapters use at ``profile`` available (or raise).
+
+    This explicit data step is the only place that may install a system package: as root,
+    offline, Fashion-MNIST comes from Debian's ``dataset-fashion-mnist`` (``apt-get``), and
+    the step says so before it runs.
+    """
     needed = set()
     for chapter in chapters:
         if chapter in CHAPTERS:
@@ -51,8 +72,9 @@ def prepare_data(chapters: list[str], profile: str) -> None:
             if not getattr(s, "synthetic", False):
                 needed.add(s.dataset)
     for name in sorted(needed):
-        print(f"data: ensuring {name} ...", flush=True)
-        ensure_dataset(name)
+        print(f"data: ensuring {name} (if it is missing, this step may download it or, as "
+              f"root, apt-get install a Debian package) ...", flush=True)
+        ensure_dataset(name, allow_apt=True)
 
 
 def _failure_message(nb: Path, exc: Exception) -> str:
@@ -93,15 +115,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--chapters", default=None, help="comma-separated, e.g. 04,06 (default: all)")
     parser.add_argument("--notebooks", default=str(repo_root() / "notebooks"))
     parser.add_argument("--out", default=str(repo_root() / "figures"))
+    parser.add_argument("--data-only", action="store_true",
+                        help="only make the chapters' data available (`make data`)")
     args = parser.parse_args(argv)
     try:
-        profile = check_profile(args.profile)
+        try:
+            profile = check_profile(args.profile)
+        except ValueError as exc:
+            raise ValueError(f"--profile: {exc}") from None
         notebooks = chapter_notebooks(Path(args.notebooks))
         chapters = select_chapters(args.chapters, notebooks)
         prepare_data(chapters, profile)
     except (ValueError, DatasetMissingError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    if args.data_only:
+        return 0
     t0 = time.perf_counter()
     records = run_notebooks(chapters, notebooks, profile, Path(args.out))
     timings = Path(args.out) / profile / "timings.json"

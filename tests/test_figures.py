@@ -241,7 +241,7 @@ def test_build_report_lists_present_missing_and_counts(tmp_path, writer, small_f
     assert path == tmp_path / "smoke" / "REPORT.md"
     text = path.read_text()
     assert "3 in the inventory, 1 present, 2 missing" in text
-    assert "3 in all, 1 PASS, 1 FAIL, 1 N/A (1 for items not in the inventory)" in text
+    assert "3 in all, 1 PASS, 1 FAIL, 0 INCONCLUSIVE, 1 N/A (1 for items not in the inventory)" in text
     rows = {line.split(" | ")[1]: line for line in text.splitlines()
             if line.startswith(f"| {CHAPTER} |")}
     assert f"[png]({CHAPTER}/fig3.11.png)" in rows["fig3.11"]

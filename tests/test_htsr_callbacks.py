@@ -183,8 +183,9 @@ def test_train_prune_finetune_keeps_masks(runs_root, digits):
         / sum(c_out[n] * fan[n] for n in RATIOS), rel=1e-6)  # channel_masks.sparsity: float32
 
     # TempBalance eq. 2.13 on the pruned model: alphas finite; epoch-0 alphas are those of the
-    # pruned start weights (TempBalance runs after PrunedStart).
-    tb_cfg = RunConfig(**TINY, methods=(TempBalance("eq2.13"),))
+    # pruned start weights (TempBalance runs after PrunedStart). zeros="drop", as chapter 02b
+    # fine-tunes: the masked channels' zeros are not counted (spectral's default).
+    tb_cfg = RunConfig(**TINY, methods=(TempBalance("eq2.13", zeros="drop"),))
     [tb] = train_runs([tb_cfg], callbacks={"pruned_start": {"pretrained": pre_spec,
                                                             "ratios": RATIOS}})
     df = tb["callbacks"]["tempbalance"]

@@ -141,7 +141,8 @@ def test_bad_settings_stop_at_chapter_settings(bad, match):
 def test_boundary_values_are_accepted():
     s = chapter_settings("04", "smoke", {"sim_steps": 200, "mc_count": 2, "n_val": 0,
                                         "sgdm_wd": 0, "lr_decay": 1.0, "n_test": None,
-                                        "milestones": [1], "width": 1})
+                                        "milestones": [1], "width": 1,
+                                        "window": 7})  # < the 8 steps before the drop
     assert s.milestones == (1,) and s.n_test == 128  # an override None keeps the profile's
     assert directedness_configs(s)["sgdm"].milestones == (1,)
     assert dataclasses.replace(s, n_test=None, n_train=None).n_test is None

@@ -242,3 +242,31 @@ def test_apply_bad_inputs_raise():
     with pytest.raises(ValueError):
         LayerLR(nn.Sequential(nn.ReLU()))
     assert [g["lr"] for g in opt.param_groups] == [0.1] * 3    # unchanged after failures
+
+
+def test_name_rule_ties_norms_as_the_tempbalance_authors_do():
+    """The authors' batchnorm_type='name': a BN joins the conv named like it with bn -> conv;
+    a ResNet's shortcut BN and the BNs inside a Sequential (VGG) keep the global lr."""
+    from lalr_core.core.models import build_model
+    from lalr_core.methods.tempbalance.groups import layer_groups
+    net = build_model("resnet18_mini", in_channels=1, num_classes=10, width=0.25, image_size=8)
+    modules = dict(net.named_modules())
+    names, params, rest = layer_groups(net, skip_first=True, skip_last=True, norms="name")
+    owner = {id(p): n for n, ps in zip(names, params) for p in ps}
+    for name, m in modules.items():
+        if not isinstance(m, nn.BatchNorm2d):
+            continue
+        conv = name.replace("bn", "conv")                  # the authors' mapping, literally
+        want = conv if conv in names else None
+        assert {owner.get(id(p)) for p in m.parameters()} == {want}, name
+    assert owner.get(id(modules["layer2.0.shortcut.1"].weight)) is None
+    assert owner[id(modules["layer2.0.bn1"].weight)] == "layer2.0.conv1"
+    order = layer_groups(net, skip_first=True, skip_last=True, norms="order")
+    assert order[0] == names                                  # same layers, other BN ties
+    assert sum(map(len, order[1])) > sum(map(len, params))
+    vgg = build_model("vgg_mini", in_channels=1, num_classes=10, width=0.25, image_size=8)
+    n2, p2, r2 = layer_groups(vgg, norms="name")
+    assert not any(isinstance(m, nn.BatchNorm2d) for m in vgg.modules()
+                   if any(id(p) in {id(q) for ps in p2 for q in ps} for p in m.parameters()))
+    with pytest.raises(ValueError, match="norms"):
+        layer_groups(vgg, norms="nearest")

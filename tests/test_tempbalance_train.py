@@ -39,7 +39,7 @@ def test_key_rebuilds_the_config_with_its_methods():
     key = cfg.key()
     assert key["methods"] == [{"kind": "tempbalance", "scheme": "tb_linear",
                                "params": (("lr_min_ratio", 0.4),), "xmin": "ks",
-                               "min_eigs": 0}]
+                               "min_eigs": 0, "zeros": "keep"}]
     assert RunConfig(**key) == cfg and hash(RunConfig(**key)) == hash(cfg)
     assert RunConfig(**TINY).key()["methods"] == []
 
@@ -145,3 +145,30 @@ def test_one_output_head_and_small_layers_do_not_stop_tempbalance():
     full.on_optimizer(opt)
     full.on_train_start(net)
     assert np.isfinite(full.result()["alpha"]).all()
+
+
+def test_callback_counts_a_rank_deficient_layer_as_tempbalance_does():
+    """TempBalance's net_esd_estimator keeps numerical zeros (filter_zeros=False), so a
+    rank-10 layer's median x_min is a zero and its alpha the limit 1; dropping the zeros
+    (spectral's default) would fit a 5-value tail of the 10 non-zero eigenvalues instead."""
+    from lalr_core.methods import spectral
+    from lalr_core.methods.tempbalance_callback import TempBalanceCallback
+    torch = pytest.importorskip("torch")
+    g = torch.Generator().manual_seed(1)
+    net = torch.nn.Sequential(torch.nn.Linear(8, 150), torch.nn.Linear(150, 200),
+                              torch.nn.Linear(200, 150), torch.nn.Linear(150, 3)).double()
+    with torch.no_grad():  # layer "1": a 200 x 150 weight of rank 10
+        net[1].weight.copy_(torch.randn(200, 10, generator=g, dtype=torch.float64)
+                            @ torch.randn(10, 150, generator=g, dtype=torch.float64))
+    cfg = RunConfig(**TINY, methods=(TempBalance("eq2.13"),))
+    opt = make_optimizer(cfg, net)
+    cb = TempBalanceCallback("eq2.13")
+    cb.on_optimizer(opt)
+    cb.on_train_start(net)
+    rows = cb.result().set_index("layer")
+    lam = spectral.esd(net[1].weight.detach())
+    assert int((lam == 0).sum()) == 140
+    assert rows.loc["1", "alpha"] == 1.0                                   # TempBalance's count
+    assert spectral.fit_alpha(lam, "median")["alpha"] > 3                  # the other count
+    full_rank = spectral.fit_alpha(spectral.esd(net[2].weight.detach()), "median")["alpha"]
+    assert rows.loc["2", "alpha"] == full_rank         # identical counts on a full-rank layer

@@ -22,6 +22,7 @@ import pandas as pd
 from scipy import stats
 
 from lalr_core.core.chapter import Chapter, ChapterSettings, Sections, positive
+from lalr_core.core import tables
 from lalr_core.core.config import SCHEDULES, RunConfig
 from lalr_core.core.data import check_dataset_name
 from lalr_core.core.models import check_model_name
@@ -303,15 +304,9 @@ CHAPTER = Chapter(id="02", title="TempBalance: layer-wise learning rates from we
 # ----------------------------------------------------------------------------- summaries
 def run_table(configs: list[RunConfig], results: list[dict]) -> pd.DataFrame:
     """One row per run: model, width, lr, allocation, seed, final accuracies (%), diverged."""
-    rows = []
-    for cfg, res in zip(configs, results, strict=True):
-        f = res["final"]
-        rows.append({"model": cfg.model, "width": cfg.width, "lr": cfg.lr,
-                     "allocation": allocation_of(cfg), "seed": cfg.seed, "epochs": cfg.epochs,
-                     "train_acc": 100 * f.get("train_acc", np.nan),
-                     "test_acc": 100 * f.get("test_acc", np.nan),
-                     "diverged": bool(res["diverged"]), "wall_time_s": res["wall_time_s"]})
-    return pd.DataFrame(rows)
+    return tables.run_table(configs, results, lambda cfg: {
+        "model": cfg.model, "width": cfg.width, "lr": cfg.lr, "allocation": allocation_of(cfg),
+        "seed": cfg.seed, "epochs": cfg.epochs}, percent=True)
 
 
 def deltas(table: pd.DataFrame, by: list[str], reference: str = "baseline") -> pd.DataFrame:

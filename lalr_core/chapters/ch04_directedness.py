@@ -6,11 +6,12 @@ reduction on Fashion-MNIST, smoke = the same code on synthetic data in seconds.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
-from lalr_core.core.chapter import Chapter, ChapterSettings, Sections, positive
+from lalr_core.core.chapter import Chapter, ChapterSettings, Sections, check_names, positive
 from lalr_core.core.config import RunConfig
-from lalr_core.core.data import check_dataset_name
+from lalr_core.core.data import DATASETS, SYNTHETIC_SIZES, check_dataset_name
 from lalr_core.core.models import check_model_name
 
 RUNS = ("sgdm", "adam")  # the training runs of section "fig3.7", in this order
@@ -56,8 +57,8 @@ class Settings(ChapterSettings):
 
     def check(self) -> None:
         """Reject values the runs or the notebook's cells cannot use (``ValueError``)."""
-        check_dataset_name(self.dataset)
-        check_model_name(self.model)
+        check_names(self, "dataset", check_dataset_name)
+        check_names(self, "model", check_model_name)
         positive(self, "n_train", "n_test", allow_none=True)
         positive(self, "width", "batch_size", "epochs", "milestones", "lr_decay", "window",
                  "sgdm_lr", "adam_lr", "sim_steps", "sim_seeds", "mc_count", "mc_norm_draws",
@@ -75,6 +76,11 @@ class Settings(ChapterSettings):
             value = getattr(self, name)
             if not all(0 <= v < 1 for v in (value if isinstance(value, tuple) else (value,))):
                 raise ValueError(f"setting {name!r} must lie in [0, 1), got {value!r}")
+        before_drop = self.milestones[0] * math.ceil(self.train_size / self.batch_size)
+        if self.window >= before_drop:
+            raise ValueError(f"setting 'window' must be < the {before_drop} steps before the "
+                             f"first lr drop (figs 3.7 and 3.19 compare psi_N there), "
+                             f"got {self.window!r}")
         if self.sim_steps < 200:
             raise ValueError(f"setting 'sim_steps' must be >= 200 (fig 3.15 reads step 200), "
                              f"got {self.sim_steps!r}")
@@ -82,6 +88,14 @@ class Settings(ChapterSettings):
             if getattr(self, name) < 2:
                 raise ValueError(f"setting {name!r} must be >= 2 (a standard error needs two "
                                  f"draws), got {getattr(self, name)!r}")
+
+    @property
+    def train_size(self) -> int:
+        """Training examples of each run (``n_train``, else what the split leaves)."""
+        if self.n_train is not None:
+            return self.n_train
+        return SYNTHETIC_SIZES[0] if self.synthetic else \
+            DATASETS[self.dataset].train_size - self.n_val
 
 
 _MC = dict(mc_norm_draws=5000, mc_sum_draws=200)  # listing C.4's cap and C.2's draws

@@ -7,6 +7,10 @@ never a half; a write that fails leaves the old file as it was (and removes its 
 file), a killed one at most leaves the hidden temporary file behind. Two processes (or
 threads) writing the same path never share a temporary file; the last rename wins.
 
+Checked files: `atomic_write_checked` writes data atomically with its sha256 in a sibling
+``<name>.sha256``, and `read_checked` returns the data only when the digest matches, so a
+flipped byte is detected (as the run cache's checksums detect it in an entry).
+
 Canonical JSON: `to_canonical` turns parameters into plain JSON values that are equal exactly
 when the parameters are (tuples as lists, numpy scalars as Python numbers, enums as their
 values, paths as POSIX strings, dataclasses as dicts); `canonical_json` is their key-sorted,
@@ -17,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import hashlib
 import json
 import os
 import pathlib
@@ -175,3 +180,65 @@ def atomic_torch_save(obj: Any, path: str | os.PathLike) -> pathlib.Path:
     import torch  # lazy: this module is imported where torch is not needed
 
     return atomic_write(path, lambda tmp: torch.save(obj, tmp))
+
+
+# ---------------------------------------------------------------- checked files
+
+CHECKSUM_SUFFIX = ".sha256"  # the digest file of a checked file: ``<name>.sha256`` beside it
+
+
+def checksum_path(path: str | os.PathLike) -> pathlib.Path:
+    """The digest file of the checked file `path`."""
+    path = pathlib.Path(path)
+    return path.with_name(path.name + CHECKSUM_SUFFIX)
+
+
+def atomic_write_checked(path: str | os.PathLike, data: bytes) -> pathlib.Path:
+    """Write `data` to `path` atomically, with its sha256 in ``<path>.sha256``.
+
+    Two files cannot be renamed in one step, so the digest file goes first and lists the new
+    digest and that of the data now on disk (when it verifies): a kill between the two renames
+    leaves the previous data, which still verifies, never a pair that fails.
+
+    Returns:
+        `path` as a ``Path``.
+    """
+    path = pathlib.Path(path)
+    digests = [hashlib.sha256(data).hexdigest()]
+    try:
+        old = hashlib.sha256(read_checked(path)).hexdigest()
+    except (OSError, ValueError):  # no previous data, or none worth keeping valid
+        old = digests[0]
+    if old != digests[0]:
+        digests.append(old)
+    text = json.dumps({"sha256": digests})
+    atomic_write_bytes(checksum_path(path), text.encode("utf-8"))
+    return atomic_write_bytes(path, data)
+
+
+def read_checked(path: str | os.PathLike) -> bytes:
+    """Return the data of a file written by `atomic_write_checked`.
+
+    Raises:
+        OSError: If `path` cannot be read (e.g. ``FileNotFoundError``).
+        ValueError: If the digest file is missing or unreadable, or the data's sha256 is not
+            in it (the file is damaged).
+    """
+    path = pathlib.Path(path)
+    data = path.read_bytes()
+    digest_file = checksum_path(path)
+    try:
+        digests = json.loads(digest_file.read_text(encoding="utf-8"))["sha256"]
+    except FileNotFoundError:
+        raise ValueError(f"{path} has no checksum file {digest_file.name}") from None
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ValueError(f"unreadable checksum file {digest_file} ({exc!r})") from None
+    if not isinstance(digests, list) or hashlib.sha256(data).hexdigest() not in digests:
+        raise ValueError(f"checksum of {path} does not match {digest_file.name}")
+    return data
+
+
+def remove_checked(path: str | os.PathLike) -> None:
+    """Delete a checked file and its digest file (either may be missing)."""
+    pathlib.Path(path).unlink(missing_ok=True)
+    checksum_path(path).unlink(missing_ok=True)

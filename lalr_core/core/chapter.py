@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import types
 import typing
 from collections.abc import Callable, Mapping
@@ -56,6 +57,8 @@ def _coerce(name: str, value: Any, hint: Any) -> Any:
     if hint is float:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise ValueError(f"setting {name!r} must be a number, got {value!r}")
+        if not math.isfinite(value):
+            raise ValueError(f"setting {name!r} must be a finite number, got {value!r}")
         return value
     if hint is str:
         if not isinstance(value, str):
@@ -88,6 +91,22 @@ def positive(settings: ChapterSettings, *names: str, allow_none: bool = False) -
             raise ValueError(f"setting {name!r} must be positive, got {value!r}")
 
 
+def check_names(settings: ChapterSettings, name: str, check: Callable[[str], Any]) -> None:
+    """Run a registry's name ``check`` (e.g. `lalr_core.core.models.check_model_name`) on
+    setting ``name`` (a name, a tuple of names, or a dict's keys and string values); its
+    ``ValueError`` is re-raised with the setting's name in front."""
+    value = getattr(settings, name)
+    if isinstance(value, Mapping):
+        items = [*value, *(v for v in value.values() if isinstance(v, str))]
+    else:
+        items = value if isinstance(value, tuple) else (value,)
+    for item in items:
+        try:
+            check(item)
+        except ValueError as e:
+            raise ValueError(f"setting {name!r}: {e}") from None
+
+
 @dataclass(frozen=True)
 class ChapterSettings:
     """Base of a chapter's settings: a frozen dataclass whose annotations are enforced.
@@ -108,6 +127,9 @@ class ChapterSettings:
     def with_overrides(self, overrides: Mapping[str, Any] | None) -> ChapterSettings:
         """A checked copy with ``overrides`` applied; ``None`` values keep the profile's value
         (papermill passes every parameter). Unknown names raise ``ValueError``."""
+        if overrides is not None and not isinstance(overrides, Mapping):
+            raise ValueError(f"overrides must be a mapping of setting names to values (e.g. "
+                             f"{{'epochs': 2}}) or None, got {overrides!r}")
         known = [f.name for f in dataclasses.fields(self)]
         changes = {}
         for name, value in (overrides or {}).items():

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import math
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Mapping
 
@@ -112,6 +113,30 @@ def _positive(name: str, value, allow_none: bool = False):
         raise ValueError(f"{name} must be a positive number, got {value!r}")
 
 
+# RunConfig's fields by kind, type-checked before the range checks (nothing is converted, so
+# a valid config keeps its values and its cache key). None is allowed where the field says so.
+_INT_FIELDS = ("n_train", "n_val", "n_test", "split_seed", "batch_size", "epochs",
+               "eval_every_steps", "seed", "eval_batch_size")
+_REAL_FIELDS = ("width", "lr", "momentum", "wd", "lr_decay", "clip_grad_norm")
+_BOOL_FIELDS = ("synthetic", "augment", "augmix", "nesterov", "deterministic", "bf16")
+_OPTIONAL_FIELDS = ("n_train", "n_test", "clip_grad_norm")
+
+
+def _check_kind(name: str, value, kind: str) -> None:
+    """Raise ``ValueError`` naming field ``name`` unless ``value`` is an int (not a bool), a
+    finite real number (int or float, not a bool) or a bool, as ``kind`` says."""
+    if kind == "bool":
+        ok, what = isinstance(value, bool), "true or false"
+    elif kind == "int":
+        ok, what = isinstance(value, int) and not isinstance(value, bool), "an integer"
+    else:
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool) \
+            and math.isfinite(value)
+        what = "a finite number"
+    if not ok:
+        raise ValueError(f"{name} must be {what}, got {value!r}")
+
+
 @dataclass(frozen=True)
 class RunConfig:
     """Everything that determines one training run (data, model, optimiser, schedule, seed).
@@ -157,6 +182,7 @@ class RunConfig:
     device: str = field(default="auto", compare=False)  # not part of the cache key
 
     def __post_init__(self):
+        self._check_kinds()
         check_dataset_name(self.dataset)
         check_model_name(self.model)
         OPTIMIZERS[self.optimizer]  # raises naming the choices
@@ -204,6 +230,29 @@ class RunConfig:
         self._check_methods()
         object.__setattr__(self, "betas", tuple(self.betas))
         object.__setattr__(self, "milestones", tuple(self.milestones))
+
+    def _check_kinds(self) -> None:
+        """Types first, so the range checks compare numbers: ints, finite reals, bools, the
+        seeds >= 0 and the milestones / betas as sequences of those (bad user input is a
+        ``ValueError`` here, as everywhere in the config)."""
+        for kind, names in (("int", _INT_FIELDS), ("real", _REAL_FIELDS), ("bool", _BOOL_FIELDS)):
+            for name in names:
+                value = getattr(self, name)
+                if not (value is None and name in _OPTIONAL_FIELDS):
+                    _check_kind(name, value, kind)
+        for name in ("seed", "split_seed"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)!r}")
+        for name, kind in (("milestones", "int"), ("betas", "real")):
+            value = getattr(self, name)
+            if not isinstance(value, (list, tuple)):
+                raise ValueError(f"{name} must be a tuple, got {value!r}")  # noqa: TRY004
+            for i, v in enumerate(value):
+                _check_kind(f"{name}[{i}]", v, kind)
+        if len(self.betas) != 2:
+            raise ValueError(f"betas must be two numbers, got {self.betas!r}")
+        if not isinstance(self.device, str):
+            raise ValueError(f"device must be a string, got {self.device!r}")  # noqa: TRY004
 
     def _check_methods(self) -> None:
         """Rebuild key dicts as `MethodConfig`s; one method per name."""

@@ -26,6 +26,7 @@ import pandas as pd
 # atomic_write_text and canonical_json stay importable from here (report.py used to)
 from lalr_core.core.atomic_io import atomic_write, atomic_write_text, canonical_json
 from lalr_core.core.config import check_profile
+from lalr_core.core.evidence import Evidence
 from lalr_core.core.provenance import git_info, provenance, repo_root, utc_timestamp
 from lalr_core.core.runs import param_hash as run_key
 
@@ -343,13 +344,17 @@ class FigureWriter:
         Args:
             item_id: the source's item, e.g. ``"fig3.11"``.
             claim: the claim tested, one line (e.g. "psi tracks 1/sqrt(t) within 5%").
-            passed: ``True`` (PASS), ``False`` (FAIL) or ``None`` (N/A: not testable here).
+            passed: ``True`` (PASS), ``False`` (FAIL), ``None`` (N/A: not testable here),
+                or an `lalr_core.core.evidence.Evidence`, whose interval decides PASS, FAIL
+                or INCONCLUSIVE and is stored with the record (``interval``). Use evidence
+                for every comparison of accuracies or losses between runs.
             detail: how it was judged; required when ``passed`` is ``None``.
             ours: our number(s) (JSON-serialisable).
             source: the source's number(s) (JSON-serialisable).
 
         Returns:
-            The stored record (``verdict`` is ``"PASS"``, ``"FAIL"`` or ``"N/A"``).
+            The stored record (``verdict`` is one of `lalr_core.core.evidence.VERDICTS`;
+            ``passed`` is None unless PASS or FAIL).
 
         Raises:
             ValueError: bad ``item_id``, empty ``claim``, ``passed`` not a bool or ``None``,
@@ -358,16 +363,21 @@ class FigureWriter:
         validate_item_id(item_id)
         if not isinstance(claim, str) or not claim.strip():
             raise ValueError(f"claim must be a non-empty string, got {claim!r}")
-        if isinstance(passed, np.bool_):
-            passed = bool(passed)
-        if passed is not None and not isinstance(passed, bool):
-            raise ValueError(f"passed must be True, False or None, got {passed!r}")
-        if passed is None and not str(detail).strip():
-            raise ValueError("passed=None (N/A) needs a detail saying why")
-        verdict = {True: "PASS", False: "FAIL", None: "N/A"}[passed]
+        interval = None
+        if isinstance(passed, Evidence):
+            interval, verdict = passed.as_record(), passed.verdict
+            passed = {"PASS": True, "FAIL": False}.get(verdict)
+        else:
+            if isinstance(passed, np.bool_):
+                passed = bool(passed)
+            if passed is not None and not isinstance(passed, bool):
+                raise ValueError(f"passed must be True, False, None or Evidence, got {passed!r}")
+            if passed is None and not str(detail).strip():
+                raise ValueError("passed=None (N/A) needs a detail saying why")
+            verdict = {True: "PASS", False: "FAIL", None: "N/A"}[passed]
         record = {
             "item_id": item_id, "claim": claim, "verdict": verdict, "passed": passed,
-            "detail": str(detail), "ours": ours, "source": source,
+            "detail": str(detail), "ours": ours, "source": source, "interval": interval,
             "chapter": self.chapter, "notebook": self.notebook, "profile": self.profile,
             **git_info(), "timestamp_utc": utc_timestamp(),
         }

@@ -17,11 +17,12 @@ import importlib.metadata
 import os
 import platform
 import subprocess
+import sys
 from pathlib import Path
 
 _GIT_TIMEOUT_S = 10.0  # seconds; a hung git (network mount) must not hang a notebook
 _VERSIONED_PACKAGES = ("torch", "torchvision", "numpy", "matplotlib")
-RESERVED_KEYS = ("commit", "dirty", "environment", "timestamp_utc")
+RESERVED_KEYS = ("commit", "dirty", "environment", "torch_threads", "timestamp_utc")
 
 
 def repo_root() -> Path:
@@ -92,8 +93,7 @@ def _device_description() -> str:
     """CPU description plus every visible CUDA device's name (no host name)."""
     import torch  # local: keep `import lalr_core.core.provenance` light
 
-    cpu = f"cpu: {platform.machine() or 'unknown'}, {os.cpu_count()} cores"
-    cpu += f", torch threads {torch.get_num_threads()}"
+    cpu = f"cpu: {platform.machine() or 'unknown'}, {os.cpu_count()} cores"  # threads: torch_threads
     if not torch.cuda.is_available():
         return cpu
     names = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
@@ -130,6 +130,12 @@ def environment_info(*, refresh: bool = False) -> dict:
     return dict(_environment_cached())
 
 
+def _torch_threads() -> int | None:
+    """Torch's current intra-op thread count, if torch is already imported (else None)."""
+    torch = sys.modules.get("torch")
+    return None if torch is None else int(torch.get_num_threads())
+
+
 def utc_timestamp() -> str:
     """Now, in UTC, ISO 8601 to the second (e.g. ``2026-03-01T12:00:00+00:00``)."""
     return _dt.datetime.now(_dt.UTC).replace(microsecond=0).isoformat()
@@ -142,7 +148,11 @@ def provenance(**extra) -> dict:
         **extra: further JSON-serialisable fields (notebook, profile, ...).
 
     Returns:
-        ``{"commit", "dirty", "environment", "timestamp_utc", **extra}``.
+        ``{"commit", "dirty", "environment", "torch_threads", "timestamp_utc", **extra}``.
+        ``torch_threads`` is read now, not cached: on a CPU, a run's floating-point sums
+        (hence its weights, to ~1e-3 after a few epochs) depend on torch's intra-op thread
+        count, which the cache key leaves out by design (the same run at another thread count
+        is the same experiment); the record says which count produced an entry.
 
     Raises:
         ValueError: if an ``extra`` key would overwrite one of :data:`RESERVED_KEYS`.
@@ -153,6 +163,7 @@ def provenance(**extra) -> dict:
     return {
         **git_info(),
         "environment": environment_info(),
+        "torch_threads": _torch_threads(),
         "timestamp_utc": utc_timestamp(),
         **extra,
     }

@@ -18,12 +18,13 @@ from collections import Counter
 from pathlib import Path
 
 from lalr_core.core.atomic_io import atomic_write_text
+from lalr_core.core.evidence import VERDICTS, Evidence
 from lalr_core.core.figures import CHECKS_FILE, read_checks, validate_profile
 from lalr_core.core.provenance import git_info, repo_root, utc_timestamp
 
 INVENTORY_COLUMNS = ("chapter", "item_id", "kind", "caption", "source_claim", "source_numbers")
 _FILE_KINDS = ("png", "pdf", "csv", "md")  # order of the links in the report
-_VERDICTS = ("PASS", "FAIL", "N/A")
+_VERDICTS = VERDICTS  # PASS, FAIL, INCONCLUSIVE, N/A
 
 
 def default_inventory() -> Path:
@@ -64,6 +65,12 @@ def _value(value) -> str:
 
 def _verdict_text(check: dict) -> str:
     text = f"**{check['verdict']}** {check['claim']}"
+    if check.get("interval"):  # the estimate, its 95% interval and what it rests on
+        ev = check["interval"]
+        fields = {k: ev[k] for k in ("estimate", "low", "high", "threshold", "side", "n",
+                                     "n_test", "method")}
+        rel = {"greater": ">", "less": "<", "within": "within ±"}[fields["side"]]
+        text += f" [{Evidence(**fields).text()}; claim {rel} {fields['threshold']:g}]"
     if check.get("detail"):
         text += f": {check['detail']}"
     if check.get("ours") is not None or check.get("source") is not None:
@@ -169,6 +176,12 @@ def render_report(profile: str, profile_dir: Path, rows: list[dict]) -> str:
     others = [c for c in checks if (c["chapter"], c["item_id"]) not in known]
     table, present = _item_table(rows, by_item, profile_dir)
     counts = Counter(c.get("verdict") for c in checks)
+    per_chapter = sorted({c["chapter"] for c in checks})
+    chapter_counts = [
+        f"  - {ch}: " + ", ".join(f"{n} {v}" for v in _VERDICTS
+                                  if (n := sum(c["chapter"] == ch and c.get("verdict") == v
+                                               for c in checks)))
+        for ch in per_chapter]
     git = git_info()
     made_at = ", ".join(_sidecar_commits(profile_dir)) or "none"
     head = [
@@ -181,6 +194,12 @@ def render_report(profile: str, profile_dir: Path, rows: list[dict]) -> str:
         f"- checks: {len(checks)} in all, "
         + ", ".join(f"{counts.get(v, 0)} {v}" for v in _VERDICTS)
         + f" ({len(others)} for items not in the inventory)",
+        *chapter_counts,
+        "",
+        "PASS and FAIL: the evidence decides the claim (for comparisons of runs, the 95% "
+        "interval in brackets lies on one side of the claim's threshold); INCONCLUSIVE: the "
+        "interval covers the threshold; N/A: this setting cannot show the effect (the reason "
+        "follows).",
         "",
         "## Items",
         "",

@@ -5,8 +5,15 @@ turns batches into losses, the optimiser comes from the registry with the run's 
 (`lalr_core.core.optim`), and a method's per-epoch work runs as a callback it supplies.
 
 ``train(cfg)`` runs one ``RunConfig`` and returns a result dict (tidy per-epoch history,
-per-step loss and lr, final metrics, callback results). A NaN/inf loss ends the run and is
-recorded as ``diverged`` (several source tables contain diverged settings), not raised.
+per-step loss and lr, final metrics, callback results). A run *diverges* when a step's loss is
+NaN/inf, or when an epoch's mean training loss exceeds ``LOSS_BLOWUP`` (1e3) times the run's
+first loss (its absolute value, at least 1: a fine-tuning that starts near zero loss is not
+flagged for returning to order 1). Healthy runs of the collection start near ln(10) for
+cross-entropy and only decrease, so a 1000-fold rise is far outside them. Divergence ends the
+run and is recorded as ``diverged`` with ``diverged_step`` (the first step whose loss was bad;
+several source tables contain diverged settings), not raised; every accuracy and evaluation
+loss computed on the parameters that gave that loss or later is NaN, never a number read off
+NaN or exploded logits.
 With ``checkpoint_dir`` the run saves its full state every ``checkpoint_every`` epochs and a
 later call resumes from it, so a killed run loses at most those epochs; a checkpoint of
 another configuration is refused (the task's ``resume_free`` names what may differ).
@@ -32,9 +39,11 @@ from lalr_core.core.models import num_parameters
 from lalr_core.core.optim import make_optimizer
 from lalr_core.core.tasks import evaluate
 
-__all__ = ["check_resumable", "evaluate", "initial_model", "load_checkpoint", "load_run_data",
-           "lr_factor", "make_optimizer", "resolve_device", "run_model", "save_checkpoint",
-           "train"]
+__all__ = ["LOSS_BLOWUP", "check_resumable", "evaluate", "initial_model", "load_checkpoint",
+           "load_run_data", "lr_factor", "make_optimizer", "resolve_device", "run_model",
+           "save_checkpoint", "train"]
+
+LOSS_BLOWUP = 1e3  # an epoch's mean loss above this x max(|first loss|, 1) = diverged
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -113,6 +122,11 @@ def check_resumable(cfg: RunConfig, saved: dict | None, where: Path) -> None:
                          f"of {changed}")
 
 
+def _loss_scale(first_loss: float) -> float:
+    """The reference of ``LOSS_BLOWUP``: ``|first_loss|``, at least 1 (1 if not finite)."""
+    return max(abs(first_loss), 1.0) if math.isfinite(first_loss) else 1.0
+
+
 def _call(callbacks, hook: str, *args) -> None:
     for cb in callbacks:
         fn = getattr(cb, hook, None)
@@ -122,20 +136,38 @@ def _call(callbacks, hook: str, *args) -> None:
 
 # ----------------------------------------------------------------------------- checkpoints
 def save_checkpoint(path: Path, state: dict) -> None:
-    """``torch.save`` via a temporary file unique to this process, renamed onto ``path``: a kill
-    leaves the previous checkpoint intact (`lalr_core.core.atomic_io.atomic_torch_save`)."""
-    from lalr_core.core.atomic_io import atomic_torch_save  # cheap: atomic_io is tiny
+    """``torch.save`` with the file's sha256 beside it (``checkpoint.pt.sha256``), both written
+    atomically (`lalr_core.core.atomic_io.atomic_write_checked`): a kill leaves the previous
+    checkpoint intact, and `load_checkpoint` detects a damaged one."""
+    import io
 
-    atomic_torch_save(state, path)
+    from lalr_core.core.atomic_io import atomic_write_checked  # cheap: atomic_io is tiny
+
+    buffer = io.BytesIO()
+    torch.save(state, buffer)
+    atomic_write_checked(path, buffer.getbuffer())
 
 
 def load_checkpoint(path: Path | None) -> dict | None:
+    """The checkpoint saved at ``path``, or None when there is none or it is damaged.
+
+    A flipped byte often still loads, so the sha256 is checked first. A checkpoint that fails
+    the check, has no checksum or does not load is deleted with a ``RuntimeWarning`` naming it,
+    and the run restarts from scratch instead of resuming from damaged state.
+    """
+    import io
+    import warnings
+
+    from lalr_core.core.atomic_io import read_checked, remove_checked
+
     if path is None or not path.exists():
         return None
     try:
-        return torch.load(path, map_location="cpu", weights_only=False)
-    except Exception:  # a corrupt checkpoint is discarded, the run restarts from scratch
-        path.unlink(missing_ok=True)
+        return torch.load(io.BytesIO(read_checked(path)), map_location="cpu", weights_only=False)
+    except Exception as exc:  # noqa: BLE001 - any damage: restart rather than resume from it
+        warnings.warn(f"damaged checkpoint {path} discarded ({exc}); the run restarts from "
+                      "scratch", RuntimeWarning, stacklevel=2)
+        remove_checked(path)
         return None
 
 
@@ -164,7 +196,9 @@ def train(cfg: RunConfig, *, data=None, callbacks: Iterable = (),
 
     Returns:
         dict with ``history`` (DataFrame, one row per epoch), ``steps`` (DataFrame: step,
-        epoch, lr, loss), ``final`` (dict of last metrics), ``diverged`` (bool),
+        epoch, lr, loss), ``final`` (dict of last metrics; a diverged run's accuracies and
+        evaluation losses are NaN), ``diverged`` (bool), ``diverged_step`` (the first step
+        whose loss was NaN/inf or exploded, see ``LOSS_BLOWUP``; None),
         ``callbacks`` (name -> result), ``num_parameters``, ``device``, ``wall_time_s``,
         ``config`` (the cache key), ``evals`` (DataFrame: step, val_loss, val_acc every
         ``cfg.eval_every_steps``), ``optimizer_stats`` (SVD fallbacks, skipped tensors).
@@ -212,6 +246,7 @@ def train(cfg: RunConfig, *, data=None, callbacks: Iterable = (),
     bar = tqdm(range(state["epoch"], cfg.epochs), desc=f"{cfg.model}/{cfg.optimizer}",
                disable=not progress, leave=False)
     start_epoch = getattr(task, "start_epoch", None)
+    diverged_step = None  # a diverged run stops at once, so this is never checkpointed
     with deterministic_mode(cfg.deterministic):
         for epoch in bar:
             if max_steps is not None and len(state["steps"]) >= max_steps:
@@ -261,9 +296,17 @@ def train(cfg: RunConfig, *, data=None, callbacks: Iterable = (),
             row = {"epoch": epoch + 1, "step": len(state["steps"]), "lr": step_lrs[0],
                    "train_loss": float(step_losses.mean()),
                    "train_acc": correct.item() / seen if scored else float("nan")}
-            if not np.isfinite(step_losses).all():
-                state["diverged"] = True
-            if (epoch + 1) % eval_every == 0 or run_ends or state["diverged"]:
+            limit = LOSS_BLOWUP * _loss_scale(state["steps"][0][3])
+            if not np.isfinite(step_losses).all() or row["train_loss"] > limit:
+                bad = ~np.isfinite(step_losses) | (step_losses > limit)
+                state["diverged"], diverged_step = True, first + int(np.argmax(bad)) + 1
+                # nothing measured on the parameters behind the bad loss (those after step
+                # diverged_step - 1) or later is a result: no accuracy of NaN logits
+                row.update(train_acc=np.nan, val_loss=np.nan, val_acc=np.nan, test_loss=np.nan,
+                           test_acc=np.nan)
+                state["evals"] = [(s, *rest) if s < diverged_step - 1 else (s, np.nan, np.nan)
+                                  for s, *rest in state["evals"]]
+            elif (epoch + 1) % eval_every == 0 or run_ends:
                 row["val_loss"], row["val_acc"] = task.evaluate(cfg, model, data, "val")
                 row["test_loss"], row["test_acc"] = task.evaluate(cfg, model, data, "test")
             state["elapsed"] += time.perf_counter() - t0
@@ -282,7 +325,9 @@ def train(cfg: RunConfig, *, data=None, callbacks: Iterable = (),
                     "callbacks": {cb.name: cb.state_dict() for cb in callbacks
                                   if hasattr(cb, "state_dict")}})
     history = pd.DataFrame(state["rows"])
-    last = history.ffill().iloc[-1].to_dict() if len(history) else {}
+    # a diverged run's last row holds NaN where nothing valid was measured: not filled forward
+    last = (history if state["diverged"] else history.ffill()).iloc[-1].to_dict() \
+        if len(history) else {}
     return {
         "history": history,
         "steps": pd.DataFrame(state["steps"], columns=["step", "epoch", "lr", "loss"]),
@@ -290,6 +335,7 @@ def train(cfg: RunConfig, *, data=None, callbacks: Iterable = (),
         "optimizer_stats": dict(getattr(optimizer, "stats", {})),
         "final": {k: float(v) for k, v in last.items()},
         "diverged": state["diverged"],
+        "diverged_step": diverged_step,
         "callbacks": {cb.name: cb.result() if hasattr(cb, "result") else None
                       for cb in callbacks},
         "num_parameters": num_parameters(model),

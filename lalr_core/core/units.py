@@ -79,6 +79,8 @@ def train_runs(configs: Sequence[RunConfig], *,
         executor: ``"local"`` or ``"ray"``.
         cache: the run cache (default ``data/runs``).
     """
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ValueError(f"workers must be an integer >= 1, got {workers!r}")
     per_run = [dict(c) for c in callbacks] if isinstance(callbacks, (list, tuple)) else \
         [dict(callbacks or {})] * len(configs)
     if len(per_run) != len(configs):

@@ -28,6 +28,7 @@ SKIP_FIRST, SKIP_LAST = True, True  # digest A-4: stem conv and classifier keep 
 CONV = "slices"  # digest A-3: TempBalance's kh*kw slices (its sqrt(0.5) does not change alpha)
 MIN_FIT_EIGS = 2  # an ESD with fewer eigenvalues has no power-law fit (a one-output head)
 XMIN_RULES = ("median", "ks")
+ZERO_RULES = ("keep", "drop")
 
 
 class TempBalanceScaler:
@@ -43,11 +44,14 @@ class TempBalanceScaler:
     columns = ("alpha",)
 
     def __init__(self, scheme: str, params=(), xmin: str = "median", seed: int = 0,
-                 min_eigs: int = 0):
+                 min_eigs: int = 0, zeros: str = "keep"):
         if scheme not in SCHEMES:
             raise ValueError(f"unknown scheme {scheme!r}; choose one of {', '.join(SCHEMES)}")
         self.scheme, self.params, self.xmin = scheme, dict(params), xmin
         self.min_eigs = max(int(min_eigs), MIN_FIT_EIGS)
+        if zeros not in ZERO_RULES:
+            raise ValueError(f"zeros must be one of {ZERO_RULES}, got {zeros!r}")
+        self.eig_floor = None if zeros == "keep" else 0.0   # see `TempBalance.zeros`
         needs_rng = "rng" in inspect.signature(SCHEMES[scheme]).parameters
         self.rng = np.random.default_rng(seed) if needs_rng else None
 
@@ -58,8 +62,8 @@ class TempBalanceScaler:
             raise ValueError(f"no weight matrix for layer(s) {missing}")
         esds = spectral.esds({n: mats[n] for n in layers})  # one eigensolve per layer
         used = np.array([esds[n].numel() >= self.min_eigs for n in layers])
-        a = np.array([spectral.fit_alpha(esds[n], xmin=self.xmin)["alpha"] if u else np.nan
-                      for n, u in zip(layers, used)], dtype=np.float64)
+        a = np.array([spectral.fit_alpha(esds[n], xmin=self.xmin, eig_floor=self.eig_floor)
+                      ["alpha"] if u else np.nan for n, u in zip(layers, used)], dtype=np.float64)
         scales = np.ones(len(layers))
         if used.any():
             extra = {"rng": self.rng} if self.rng is not None else {}
@@ -88,6 +92,12 @@ class TempBalance(MethodConfig):
             (its ``eigs_thresh``); the default 0 keeps every layer, because the reduced models
             of the quick profile have layers of 36 eigenvalues that 50 would silently exclude
             (at the paper's widths every layer has >= 576, so 50 never binds).
+        zeros: what the alpha fit counts of a rank-deficient layer's zero eigenvalues.
+            ``"keep"`` (default): TempBalance's own count (its ``net_esd_estimator`` has
+            ``filter_zeros=False``), so the median-rule x_min is the whole spectrum's middle.
+            ``"drop"``: only the non-zero eigenvalues (WeightWatcher's convention), so a
+            channel-pruned layer gets the alpha of its kept rows. Identical on full-rank
+            layers (every layer of an unpruned network here).
     """
 
     name = "tempbalance"
@@ -95,6 +105,7 @@ class TempBalance(MethodConfig):
     params: tuple = ()
     xmin: str = "median"
     min_eigs: int = 0
+    zeros: str = "keep"
 
     def __post_init__(self):
         if self.scheme not in SCHEMES:
@@ -102,6 +113,9 @@ class TempBalance(MethodConfig):
                              f"{', '.join(SCHEMES)}")
         if self.xmin not in XMIN_RULES:
             raise ValueError(f"unknown TempBalance xmin {self.xmin!r}; choose one of {XMIN_RULES}")
+        if self.zeros not in ZERO_RULES:
+            raise ValueError(f"unknown TempBalance zeros {self.zeros!r}; choose one of "
+                             f"{ZERO_RULES}")
         if isinstance(self.min_eigs, bool) or not isinstance(self.min_eigs, int) \
                 or self.min_eigs < 0:
             raise ValueError(f"TempBalance min_eigs must be an int >= 0, got {self.min_eigs!r}")
@@ -124,11 +138,13 @@ class TempBalance(MethodConfig):
 
     def callbacks(self, cfg) -> list:
         scaler = TempBalanceScaler(self.scheme, self.params, self.xmin, seed=cfg.seed,
-                                   min_eigs=self.min_eigs)
+                                   min_eigs=self.min_eigs, zeros=self.zeros)
         return [LayerLRCallback(self.name, scaler)]
 
 
 def TempBalanceCallback(scheme: str = "tb_linear", params=(), xmin: str = "median",
-                        seed: int = 0, min_eigs: int = 0) -> LayerLRCallback:
+                        seed: int = 0, min_eigs: int = 0, zeros: str = "keep"
+                        ) -> LayerLRCallback:
     """The per-epoch refit as a stand-alone callback (for your own loop; name ``tempbalance``)."""
-    return LayerLRCallback("tempbalance", TempBalanceScaler(scheme, params, xmin, seed, min_eigs))
+    return LayerLRCallback("tempbalance",
+                           TempBalanceScaler(scheme, params, xmin, seed, min_eigs, zeros))

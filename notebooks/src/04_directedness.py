@@ -353,7 +353,10 @@ out.check("fig3.16B", "low noise: AR psi far above 1/sqrt(t) (psi(100) > 0.4) an
 # Fashion-MNIST subset with a half-width ResNet-20 (15 epochs, drops at 8 and 12, N = 50; Adam at
 # lr 1e-3 and SGDM at wd 1e-3, as the digest's reduction). θ holds every trainable parameter
 # (weights, biases, BN affine; not the BN running statistics), recorded after every step.
-# Each run is a cached unit: re-running the notebook re-uses it, a killed run resumes.
+# Each run is a cached unit: re-running the notebook re-uses it, a killed run resumes. A run that
+# diverges (a NaN loss, or one 1000 times its first: `lalr_core.core.train`) stops there; its
+# figures show what it measured, and every check that reads it is N/A with the step at which it
+# diverged (e.g. `overrides={"sgdm_lr": 1e6}`).
 
 # %%
 run_configs, run_callbacks = CHAPTER.runs(S, "fig3.7")   # SGDM and Adam, trajectory callback
@@ -366,6 +369,18 @@ steps_per_epoch = int(results["sgdm"]["steps"].query("epoch == 1")["step"].max()
 drops = [m * steps_per_epoch for m in S.milestones]
 summary = pd.DataFrame({k: {**r["final"], "diverged": r["diverged"], "parameters": r["num_parameters"],
                             "train time (s)": r["wall_time_s"]} for k, r in results.items()}).T
+why_na = {name: f"the {name.upper()} run diverged at step {r['diverged_step']}"
+          for name, r in results.items() if r["diverged"]}
+
+
+def na_checks(item_id, names, *claims):
+    """Record ``claims`` of ``item_id`` as N/A when a run in ``names`` diverged; True if so."""
+    reason = "; ".join(why_na[n] for n in names if n in why_na)
+    for claim in claims if reason else ():
+        out.check(item_id, claim, None, detail=reason)
+    return bool(reason)
+
+
 summary
 
 
@@ -406,21 +421,18 @@ for panel, name, color in (("A", "sgdm", "C0"), ("B", "adam", "C1")):
 
 
 # %%
-def spike_gain(psi_w, drop):
-    """Largest relative rise of psi_N within N batches after an lr drop."""
-    after = psi_w[drop:drop + N]
-    return float(after.max() / psi_w[drop - 1] - 1) if len(after) else float("nan")
-
-
+EARLY = "early phase: psi is high (> 0.8 at batch 5) and decays before the first drop"
+SPIKES = "psi rises sharply (> 10%) within N batches after each lr drop"
 for panel, name in (("A", "sgdm"), ("B", "adam")):
+    if na_checks(f"fig3.7{panel}", [name], EARLY, SPIKES):
+        continue
     psi_w = traj(name)["psi_window"]
     early, first_full = psi_w[min(4, len(psi_w) - 1)], psi_w[N - 1]
     pre_drop = psi_w[drops[0] - 1]
-    out.check(f"fig3.7{panel}", "early phase: psi is high (> 0.8 at batch 5) and decays before the first drop",
-              bool(early > 0.8 and pre_drop < first_full < early),
+    out.check(f"fig3.7{panel}", EARLY, bool(early > 0.8 and pre_drop < first_full < early),
               ours=f"psi(5) = {early:.2f}, psi(N) = {first_full:.2f}, psi before drop = {pre_drop:.2f}")
-    gains = [spike_gain(psi_w, d) for d in drops]
-    out.check(f"fig3.7{panel}", "psi rises sharply (> 10%) within N batches after each lr drop",
+    gains = [tj.spike_gain(psi_w, d, N) for d in drops]
+    out.check(f"fig3.7{panel}", SPIKES,
               bool(all(g > 0.10 for g in gains)), ours=", ".join(f"+{100 * g:.0f} %" for g in gains))
 
 # %%
@@ -436,19 +448,24 @@ ax.set_yscale("log"); ax.legend(); ax.set_title("log scale")
 out.savefig(fig, "fig3.19B", params={k: c.key() for k, c in configs.items()})
 
 steps = np.arange(1, len(traj("sgdm")["psi_window"]) + 1)
-rw_line = tj.rw_expected_psi_window(steps, N)
 for name in ("sgdm", "adam"):
-    ratio = traj(name)["psi_window"][N:] / rw_line[N:]
-    out.check("fig3.19A", f"{name.upper()}'s psi_N stays well above the random-walk baseline (> 1.5x)",
-              bool(ratio.min() > 1.5), ours=f"min ratio {ratio.min():.1f}x")
-early_window = slice(N, drops[0])
-sg, ad = traj("sgdm")["psi_window"][early_window], traj("adam")["psi_window"][early_window]
-out.check("fig3.19A", "SGDM's psi stays above Adam's before the first lr drop",
-          bool(np.median(sg) > np.median(ad)), ours=f"median {np.median(sg):.3f} vs {np.median(ad):.3f}",
-          source="Adam drops to ~0.15")
-gain = {n: np.mean([spike_gain(traj(n)["psi_window"], d) for d in drops]) for n in ("sgdm", "adam")}
-out.check("fig3.19B", "Adam's spikes after the lr drops are larger than SGDM's",
-          bool(gain["adam"] > gain["sgdm"]), ours=f"mean rise Adam +{100 * gain['adam']:.0f} % vs SGDM +{100 * gain['sgdm']:.0f} %")
+    claim = f"{name.upper()}'s psi_N stays well above the random-walk baseline (> 1.5x)"
+    if na_checks("fig3.19A", [name], claim):
+        continue
+    psi_w = traj(name)["psi_window"]
+    ratio = psi_w[N:] / tj.rw_expected_psi_window(np.arange(1, len(psi_w) + 1), N)[N:]
+    out.check("fig3.19A", claim, bool(ratio.min() > 1.5), ours=f"min ratio {ratio.min():.1f}x")
+ABOVE = "SGDM's psi stays above Adam's before the first lr drop"
+if not na_checks("fig3.19A", RUNS, ABOVE):
+    early_window = slice(N, drops[0])
+    sg, ad = traj("sgdm")["psi_window"][early_window], traj("adam")["psi_window"][early_window]
+    out.check("fig3.19A", ABOVE, bool(np.median(sg) > np.median(ad)),
+              ours=f"median {np.median(sg):.3f} vs {np.median(ad):.3f}", source="Adam drops to ~0.15")
+LARGER = "Adam's spikes after the lr drops are larger than SGDM's"
+if not na_checks("fig3.19B", RUNS, LARGER):
+    gain = {n: np.mean([tj.spike_gain(traj(n)["psi_window"], d, N) for d in drops]) for n in RUNS}
+    out.check("fig3.19B", LARGER, bool(gain["adam"] > gain["sgdm"]),
+              ours=f"mean rise Adam +{100 * gain['adam']:.0f} % vs SGDM +{100 * gain['sgdm']:.0f} %")
 
 # %% [markdown]
 # ### Per layer (not in the thesis)
@@ -470,10 +487,12 @@ for d in drops:
 ax.set_xlabel("batch"); ax.set_ylabel(rf"per-layer $\psi_{{{N}}}$ (SGDM)")
 ax.set_title("weights of each layer, input (dark) to output (yellow)")
 out.savefig(fig, "extra_layer_psi")
-layer_gain = np.array([[spike_gain(lt["layer_psi_window"][:, i], d) for d in drops] for i in pick])
-out.check("extra_layer_psi", "most weight tensors (> 50%) show the lr-drop spike too",
-          bool((layer_gain > 0.10).all(axis=1).mean() > 0.5),
-          ours=f"{100 * (layer_gain > 0.10).all(axis=1).mean():.0f} % of {len(pick)} tensors")
+LAYERS = "most weight tensors (> 50%) show the lr-drop spike too"
+if not na_checks("extra_layer_psi", ["sgdm"], LAYERS):
+    layer_gain = np.array([[tj.spike_gain(lt["layer_psi_window"][:, i], d, N) for d in drops]
+                           for i in pick])
+    out.check("extra_layer_psi", LAYERS, bool((layer_gain > 0.10).all(axis=1).mean() > 0.5),
+              ours=f"{100 * (layer_gain > 0.10).all(axis=1).mean():.0f} % of {len(pick)} tensors")
 
 # %% [markdown]
 # ## Fig 3.12 · Deep network optimisation vs a fitted random walk
@@ -488,8 +507,8 @@ out.check("extra_layer_psi", "most weight tensors (> 50%) show the lr-drop spike
 # (digest gap G5).
 
 # %%
-fits = {}
-for name in ("sgdm", "adam"):
+fits = {}  # a diverged run's distances turn NaN: it is not fitted
+for name in (n for n in RUNS if n not in why_na):
     r = traj(name)
     n_params = results[name]["num_parameters"]
     gamma = tj.balanced_gamma(r["ds"], r["dt"])
@@ -507,7 +526,7 @@ pd.DataFrame({k: {"n": f["n"], "gamma": f["gamma"], "RW sigma": f["rw"]["sigma"]
 def plot_distances(ax, name, models):
     r = traj(name)
     tt = np.arange(1, len(r["ds"]) + 1)
-    n = fits[name]["n"]
+    n = results[name]["num_parameters"]
     ax.plot(tt, r["ds"], color="C0", label="$D_s$ (model)")
     ax.plot(tt, r["dt"], color="C1", label="$D_t$ (model)")
     for label, fit, ls in models:
@@ -522,19 +541,25 @@ def plot_distances(ax, name, models):
     ax.set_title(name.upper())
 
 
+FAR_ABOVE = "the real D_t at the end is far above the fitted random walk's (> 2x): directed"
 for panel, name in (("A", "sgdm"), ("B", "adam")):
     fig, ax = plt.subplots(figsize=(8, 4.5))
-    plot_distances(ax, name, [("RW", fits[name]["rw"], "--")])
-    out.savefig(fig, f"fig3.12{panel}", note=f"gamma = {fits[name]['gamma']:.4f} (balanced, gap G5)")
-    r, f = traj(name), fits[name]
+    f = fits.get(name)
+    plot_distances(ax, name, [("RW", f["rw"], "--")] if f else [])
+    out.savefig(fig, f"fig3.12{panel}",
+                note=f"gamma = {f['gamma']:.4f} (balanced, gap G5)" if f else why_na[name])
+    if na_checks(f"fig3.12{panel}", [name], FAR_ABOVE):
+        continue
+    r = traj(name)
     rw_dt_end = tj.rw_expected_dt(len(r["dt"]), f["rw"]["sigma"], f["n"])
-    out.check(f"fig3.12{panel}", "the real D_t at the end is far above the fitted random walk's (> 2x): directed",
+    out.check(f"fig3.12{panel}", FAR_ABOVE,
               bool(r["dt"][-1] > 2 * rw_dt_end), ours=f"{r['dt'][-1]:.2f} vs {float(rw_dt_end):.2f}",
               source="prototype (digest): 6.6 vs 2.2")
-early = min(20, len(traj("adam")["psi"]) - 1)
-out.check("fig3.12B", "Adam is more directed than SGDM at the start (psi at batch 20)",
-          bool(traj("adam")["psi"][early] > traj("sgdm")["psi"][early]),
-          ours=f"Adam {traj('adam')['psi'][early]:.2f} vs SGDM {traj('sgdm')['psi'][early]:.2f}")
+MORE_DIRECTED = "Adam is more directed than SGDM at the start (psi at batch 20)"
+if not na_checks("fig3.12B", RUNS, MORE_DIRECTED):
+    early = min(20, len(traj("adam")["psi"]) - 1)
+    out.check("fig3.12B", MORE_DIRECTED, bool(traj("adam")["psi"][early] > traj("sgdm")["psi"][early]),
+              ours=f"Adam {traj('adam')['psi'][early]:.2f} vs SGDM {traj('sgdm')['psi'][early]:.2f}")
 
 # %% [markdown]
 # ## Figs 3.17 and 3.18 · the AR(1) fit, and the shape of D_t
@@ -549,19 +574,22 @@ out.check("fig3.12B", "Adam is more directed than SGDM at the start (psi at batc
 # "directed, *not* mean-reverting" (digest gap G7). We report the latter.
 
 # %%
+AR_BETTER = "the AR fit's objective (eq. 3.15) is lower than the random walk's"
 for panel, name in (("A", "sgdm"), ("B", "adam")):
-    f = fits[name]
+    f = fits.get(name)
     fig, ax = plt.subplots(figsize=(8, 4.5))
-    plot_distances(ax, name, [("RW", f["rw"], "--"), ("AR", f["ar"], ":")])
-    out.savefig(fig, f"fig3.17{panel}", note=f"gamma = {f['gamma']:.4f}")
-    out.check(f"fig3.17{panel}", "the AR fit's objective (eq. 3.15) is lower than the random walk's",
-              bool(f["ar"]["objective"] < f["rw"]["objective"]),
+    plot_distances(ax, name, [("RW", f["rw"], "--"), ("AR", f["ar"], ":")] if f else [])
+    out.savefig(fig, f"fig3.17{panel}", note=f"gamma = {f['gamma']:.4f}" if f else why_na[name])
+    if na_checks(f"fig3.17{panel}", [name], AR_BETTER):
+        continue
+    out.check(f"fig3.17{panel}", AR_BETTER, bool(f["ar"]["objective"] < f["rw"]["objective"]),
               ours=f"{f['ar']['objective']:.4g} vs {f['rw']['objective']:.4g}",
               source="prototype (digest): 928 vs 12581 for SGDM")
 
 fig, ax = plt.subplots(figsize=(8, 4.5))
-plot_distances(ax, "sgdm", [("RW, $\\gamma=0$", fits["sgdm"]["rw0"], "--"), ("AR, $\\gamma=0$", fits["sgdm"]["ar0"], ":")])
-out.savefig(fig, "fig3.18", note="gamma = 0")
+f = fits.get("sgdm")
+plot_distances(ax, "sgdm", [("RW, $\\gamma=0$", f["rw0"], "--"), ("AR, $\\gamma=0$", f["ar0"], ":")] if f else [])
+out.savefig(fig, "fig3.18", note="gamma = 0" if f else why_na["sgdm"])
 
 
 def shape_error(curve, model):
@@ -570,14 +598,16 @@ def shape_error(curve, model):
     return float(np.sqrt(np.mean((scale * model / curve - 1) ** 2)))
 
 
-r, f = traj("sgdm"), fits["sgdm"]
-tt = np.arange(1, len(r["dt"]) + 1)
-rw_shape = shape_error(r["dt"], tj.rw_expected_dt(tt, 1.0, f["n"]))
-ar_shape = shape_error(r["dt"], tj.ar_expected_dt(tt, f["ar"]["alpha"], f["ar"]["sigma"], f["n"], f["ar"]["d"]))
-out.check("fig3.18", "with gamma = 0 the random walk's sqrt(t) shape follows D_t better than the "
-          "(gamma-balanced) AR fit's", bool(rw_shape < ar_shape),
-          ours=f"RMS relative shape error RW {rw_shape:.3f} vs AR {ar_shape:.3f}; "
-               f"gamma=0 objectives RW {f['rw0']['objective']:.3g}, AR {f['ar0']['objective']:.3g}")
+SHAPE = ("with gamma = 0 the random walk's sqrt(t) shape follows D_t better than the "
+         "(gamma-balanced) AR fit's")
+if not na_checks("fig3.18", ["sgdm"], SHAPE):
+    r = traj("sgdm")
+    tt = np.arange(1, len(r["dt"]) + 1)
+    rw_shape = shape_error(r["dt"], tj.rw_expected_dt(tt, 1.0, f["n"]))
+    ar_shape = shape_error(r["dt"], tj.ar_expected_dt(tt, f["ar"]["alpha"], f["ar"]["sigma"], f["n"], f["ar"]["d"]))
+    out.check("fig3.18", SHAPE, bool(rw_shape < ar_shape),
+              ours=f"RMS relative shape error RW {rw_shape:.3f} vs AR {ar_shape:.3f}; "
+                   f"gamma=0 objectives RW {f['rw0']['objective']:.3g}, AR {f['ar0']['objective']:.3g}")
 
 # %% [markdown]
 # ## Summary
@@ -588,5 +618,6 @@ out.check("fig3.18", "with gamma = 0 the random walk's sqrt(t) shape follows D_t
 # %%
 checks = pd.DataFrame(out.checks())
 print(f"training time {train_time:.0f} s (0 when cached); checks: "
-      f"{(checks['verdict'] == 'PASS').sum()} pass, {(checks['verdict'] == 'FAIL').sum()} fail")
+      f"{(checks['verdict'] == 'PASS').sum()} pass, {(checks['verdict'] == 'FAIL').sum()} fail, "
+      f"{(checks['verdict'] == 'N/A').sum()} N/A")
 checks[["item_id", "verdict", "claim", "ours"]]

@@ -152,11 +152,14 @@ def finetune_spec(s: Settings, section: str, role: str, aug: str, table, metric:
 
     Finetuning always uses traditional augmentation (crop + flip; AugMix only in pretraining,
     a stated deviation) at lr0 ``ft_lr`` with a cosine schedule over ``epochs``; with
-    ``layer_lr="eq2.13"`` the lrs are TempBalance's (refit every epoch). ``probe`` adds a
+    ``layer_lr="eq2.13"`` the lrs are TempBalance's (refit every epoch; a pruned layer's alpha
+    from its non-zero eigenvalues, ``zeros="drop"``: the kept channels' spectrum, as
+    WeightWatcher counts; the source does not say, and TempBalance's own count would read the
+    masked zeros' rounding noise). ``probe`` adds a
     `SpectralProbe` with TempBalance's alphas (median x_min, kernel slices) for figs 3.22-3.24.
     """
     ratios = ratios_for(table, metric, P, rule)
-    methods = () if layer_lr == "none" else (TempBalance(layer_lr),)
+    methods = () if layer_lr == "none" else (TempBalance(layer_lr, zeros="drop"),)
     cfg = pretrain_config(s, role, aug).replace(augmix=False, lr=s.ft_lr, epochs=int(epochs),
                                                 methods=methods)
     cb = {"pruned_start": {"pretrained": pretrain_unit(s, role, aug), "ratios": ratios,

@@ -8,11 +8,14 @@ Fashion-MNIST (10k/2k/2k); ``smoke`` the same code on synthetic data in seconds.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
-from lalr_core.core.chapter import ChapterSettings, positive
+import torch
+
+from lalr_core.core.chapter import ChapterSettings, check_names, positive
 from lalr_core.core.data import check_dataset_name
-from lalr_core.core.models import TORCHVISION_ARCHS, check_model_name
+from lalr_core.core.models import TORCHVISION_ARCHS, build_model, check_model_name
 
 EXECUTORS = ("local", "ray")
 
@@ -117,18 +120,11 @@ class Settings(ChapterSettings):
 
     def check(self) -> None:
         """Reject values the runs or the notebook's cells cannot use (``ValueError``)."""
-        check_dataset_name(self.dataset)
+        check_names(self, "dataset", check_dataset_name)
         for name in ("suite_models", "f51_model", "t51_model", "t54_model", "t55_models",
                      "t56_models", "f57_model", "cos_model", "rep_model", "tdp_model",
-                     "f514_model", "sym_models"):
-            value = getattr(self, name)
-            for model in value if isinstance(value, tuple) else (value,):
-                check_model_name(model)
-        for name in ("widths", "source_analogue"):
-            for model in getattr(self, name):
-                check_model_name(model)
-        for model in self.source_analogue.values():
-            check_model_name(model)
+                     "f514_model", "sym_models", "widths", "source_analogue"):
+            check_names(self, name, check_model_name)
         if any(isinstance(w, bool) or not isinstance(w, (int, float)) or w <= 0
                for w in self.widths.values()):
             raise ValueError(f"setting 'widths' must map models to positive numbers, "
@@ -150,7 +146,7 @@ class Settings(ChapterSettings):
             if not all(0 <= v < 1 for v in (value if isinstance(value, tuple) else (value,))):
                 raise ValueError(f"setting {name!r} must lie in [0, 1), got {value!r}")
         for name in ("suite_models", "t55_models", "t56_models", "t54_lrs", "t54_moms",
-                     "rep_modules", "f514_batches"):
+                     "rep_modules", "f514_batches", "bt_projector"):
             if not getattr(self, name):
                 raise ValueError(f"setting {name!r} must not be empty")
         if list(self.t51_milestones) != sorted(self.t51_milestones) or any(
@@ -172,6 +168,23 @@ class Settings(ChapterSettings):
             raise ValueError(f"setting 'executor' must be one of {EXECUTORS}, "
                              f"got {self.executor!r}")
         _check_imagenet(self.f57_imagenet)
+        for name, models in (("cos_layers", (self.cos_model,)), ("rep_modules", (self.rep_model,)),
+                             ("tdp_layer", (self.tdp_model,)), ("sym_layer", self.sym_models)):
+            value = getattr(self, name)
+            for model in models:
+                known = _module_names(model)
+                if bad := [m for m in (value if isinstance(value, tuple) else (value,))
+                           if m not in known]:
+                    raise ValueError(f"setting {name!r}: model {model!r} has no modules {bad}; "
+                                     f"it has e.g. {list(known)[:8]}")
+
+
+@functools.cache
+def _module_names(model: str) -> tuple[str, ...]:
+    """The ``named_modules`` names of ``model``, built on the meta device (no memory, no
+    init compute), so a probe's layer name is checked before any run."""
+    with torch.device("meta"):
+        return tuple(n for n, _ in build_model(model).named_modules() if n)
 
 
 def _check_imagenet(params: dict) -> None:

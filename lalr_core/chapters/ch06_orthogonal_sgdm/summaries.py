@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from lalr_core.chapters.ch06_orthogonal_sgdm.runs import VARIANTS
+from lalr_core.core import tables
 from lalr_core.core.config import RunConfig
 
 
@@ -22,23 +23,19 @@ def variant_of(cfg: RunConfig) -> str:
 
 
 def run_table(configs: list[RunConfig], results: list[dict], **labels) -> pd.DataFrame:
-    """One row per run: model, variant, seed, final test/val metrics, diverged, wall time.
+    """One row per run: model, variant, optimizer, lr, seed, batch size, ``labels`` (extra
+    constant columns), every final train/val/test loss and accuracy (fractions), diverged,
+    wall time.
 
     A diverged run's accuracies are recorded as 0 (digest G22: the "0.00 +- 0.00" cells).
-    ``labels`` are extra constant columns.
     """
-    rows = []
-    for cfg, res in zip(configs, results, strict=True):
-        f = res["final"]
-        row = {"model": cfg.model, "variant": variant_of(cfg), "optimizer": cfg.optimizer,
-               "lr": cfg.lr, "seed": cfg.seed, "batch_size": cfg.batch_size,
-               "diverged": bool(res["diverged"]), "wall_time_s": res["wall_time_s"], **labels}
-        for k in ("test_loss", "test_acc", "val_loss", "val_acc", "train_loss", "train_acc"):
-            row[k] = f.get(k, np.nan)
-        if row["diverged"]:
-            row.update(test_acc=0.0, val_acc=0.0, test_loss=np.nan, val_loss=np.nan)
-        rows.append(row)
-    return pd.DataFrame(rows)
+    df = tables.run_table(configs, results, lambda cfg: {
+        "model": cfg.model, "variant": variant_of(cfg), "optimizer": cfg.optimizer,
+        "lr": cfg.lr, "seed": cfg.seed, "batch_size": cfg.batch_size, **labels},
+        metrics=tables.METRICS)
+    df.loc[df["diverged"], ["test_acc", "val_acc"]] = 0.0
+    df.loc[df["diverged"], ["test_loss", "val_loss"]] = np.nan
+    return df
 
 
 def mean_se(df: pd.DataFrame, by: list[str], cols=("test_loss", "test_acc")) -> pd.DataFrame:

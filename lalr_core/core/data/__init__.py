@@ -4,8 +4,10 @@ Serves every chapter that trains on CIFAR-10, CIFAR-100, MNIST, Fashion-MNIST or
 digits (seed 001's reduced experiments: 8x8 grey images that ship inside scikit-learn).
 
 Flow: ``ensure_dataset`` makes the raw files available (already there -> Debian package ->
-torchvision download -> ``apt-get``), else raises ``DatasetMissingError`` saying how to get
-them; it never switches silently to other data. ``load_data`` reads the official uint8
+torchvision download -> ``apt-get``, the last only when asked), else raises
+``DatasetMissingError`` saying how to get them; it never switches silently to other data. A
+library call never installs system packages: only the driver's data step (``make data``,
+``make figures``) passes ``allow_apt=True``, and says so before it runs apt-get. ``load_data`` reads the official uint8
 arrays through torchvision's dataset objects (``.data``/``.targets``, no per-sample
 ``__getitem__``), holds a validation set out of the official train split, and normalises
 in one vectorised op on the target device. ``iterate_batches`` runs on that device;
@@ -183,7 +185,7 @@ def _how_to_get(name: str, root: Path) -> str:
 
 
 def ensure_dataset(name: str, root: str | os.PathLike | None = None, *,
-                   allow_download: bool = True, allow_apt: bool = True,
+                   allow_download: bool = True, allow_apt: bool = False,
                    debian_dir: str | os.PathLike | None = None) -> Path:
     """Make the raw files of ``name`` available under the data root.
 
@@ -195,7 +197,8 @@ def ensure_dataset(name: str, root: str | os.PathLike | None = None, *,
         name: a key of ``DATASETS``.
         root: data root; see ``data_root``.
         allow_download: whether step (3) may run.
-        allow_apt: whether step (4) may run.
+        allow_apt: whether step (4) may run (never by default: installing a system package
+            is for an explicit data step, not a side effect of a library call).
         debian_dir: where the Debian package keeps its files; default
             ``DEBIAN_FASHION_MNIST_DIR``.
 
@@ -288,7 +291,8 @@ def load_data(name: str, *, root: str | os.PathLike | None = None, n_train: int 
         split_seed: seed of the split permutations (and of synthetic data).
         synthetic: generate data of the real shapes and classes in memory; no disk access.
         device: where the tensors live.
-        download: whether missing data may be downloaded (torchvision or apt-get).
+        download: whether missing data may be downloaded by torchvision (never apt-get:
+            see ``ensure_dataset``).
 
     Returns:
         The ``ImageData``.
@@ -307,7 +311,7 @@ def load_data(name: str, *, root: str | os.PathLike | None = None, n_train: int 
         n_tr, n_te = SYNTHETIC_SIZES
         return synthetic_data(name, n_tr if n_train is None else n_train, n_val,
                               n_te if n_test is None else n_test, split_seed, device)
-    root = ensure_dataset(name, root, allow_download=download, allow_apt=download)
+    root = ensure_dataset(name, root, allow_download=download)
     X_all, y_all = _read_split(name, root, train=True)
     X_tst, y_tst = _read_split(name, root, train=False)
     check_sizes(n_train, n_val, n_test, len(y_all), len(y_tst))  # actual files may be smaller

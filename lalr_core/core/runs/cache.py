@@ -1,4 +1,8 @@
-"""The cache of units: atomic, checksummed entries, ``cached`` and the active cache of a sweep."""
+"""The cache of units: atomic, checksummed entries, ``cached`` and the active cache of a sweep.
+
+``cached`` holds the unit's file lock (`lalr_core.core.runs.locks`) while it computes, so
+processes racing for one unit compute it once: the others wait, then read its entry.
+"""
 
 from __future__ import annotations
 
@@ -19,11 +23,13 @@ from typing import Any
 
 from lalr_core.core import atomic_io
 from lalr_core.core.code_hash import code_fingerprint, module_closure
+from lalr_core.core.runs import housekeeping
 from lalr_core.core.runs.keys import (
-    BAD_PREFIX, CKPT_PREFIX, HASH_LEN, META_FILE, RESULT_FILE, ROOT_ENV, TMP_PREFIX, UnitKey,
+    BAD_PREFIX, CKPT_PREFIX, LOCK_PREFIX, META_FILE, RESULT_FILE, ROOT_ENV, TMP_PREFIX, UnitKey,
     canonical_params, check_name, family_unit, param_hash, running_unit, unit_fingerprint,
     unit_modules,
 )
+from lalr_core.core.runs.locks import unit_lock
 
 
 # ---------------------------------------------------------------- file helpers
@@ -248,27 +254,62 @@ class RunCache:
                 metas.append({**meta, "path": str(entry)})
         return sorted(metas, key=lambda m: (str(m.get("created")), m["path"]))
 
+    def _lock(self, unit: UnitKey):
+        """Context manager holding the unit's lock file ``<name>/.lock-<key>``."""
+        name_dir = self.root / unit.name
+        name_dir.mkdir(parents=True, exist_ok=True)
+        return unit_lock(name_dir / f"{LOCK_PREFIX}{unit.key}", f"{unit.name}/{unit.key}")
+
+    def du(self, *, min_age_s: float = housekeeping.STALE_AFTER_S) -> dict[str, dict]:
+        """Report the cache's size: ``{category: {"count": n, "bytes": b}}`` and ``"total"``.
+
+        Categories (`lalr_core.core.runs.housekeeping.CATEGORIES`): entries, checkpoints of
+        unfinished and of finished units, entries moved aside as corrupt, temporaries (stale
+        once unchanged for `min_age_s` seconds), lock files (stale when no process holds
+        them), and other files. Checksums are not verified here.
+        """
+        report = {c: {"count": 0, "bytes": 0} for c in (*housekeeping.CATEGORIES, "total")}
+        for category, _, size in housekeeping.scan(self.root, min_age_s):
+            for row in (category, "total"):
+                report[row]["count"] += 1
+                report[row]["bytes"] += size
+        return report
+
+    def prune(self, *, min_age_s: float = housekeeping.STALE_AFTER_S, checkpoints: bool = False,
+              dry_run: bool = False) -> list[pathlib.Path]:
+        """Delete moved-aside entries and stale leftovers; valid entries are never touched.
+
+        Removes corrupt entries, temporaries unchanged for `min_age_s` seconds (younger ones
+        may be a live writer's), checkpoints of finished units and lock files no process
+        holds. With `checkpoints`, also the checkpoints of unfinished units that no process
+        is computing now (a later sweep then starts those units from scratch).
+
+        Returns:
+            The paths removed (with `dry_run`: that would be removed).
+        """
+        removable = (*housekeeping.REMOVABLE, *(("checkpoints",) if checkpoints else ()))
+        removed = []
+        for category, path, _ in list(housekeeping.scan(self.root, min_age_s)):
+            if category not in removable or (category == "checkpoints" and housekeeping.in_use(
+                    path.parent, path.name[len(CKPT_PREFIX):])):
+                continue
+            if dry_run or housekeeping.remove(category, path):
+                removed.append(path)
+        return removed
+
     def clear(self, name: str | None = None) -> None:
         """Delete every entry, checkpoint and leftover of `name` (or of every name)."""
         if name is not None:
             shutil.rmtree(self.root / check_name(name), ignore_errors=True)
             return
         for name_dir in self._children(self.root):
-            if self._looks_like_name_dir(name_dir):  # never delete a foreign directory
+            if housekeeping.is_name_dir(name_dir):  # never delete a foreign directory
                 shutil.rmtree(name_dir, ignore_errors=True)
 
     @staticmethod
     def _children(path: pathlib.Path) -> list[pathlib.Path]:
         return sorted(p for p in path.iterdir() if p.is_dir()) if path.is_dir() else []
 
-    @staticmethod
-    def _looks_like_name_dir(path: pathlib.Path) -> bool:
-        hexdigits = set("0123456789abcdef")
-        return all(
-            p.name.startswith((TMP_PREFIX, CKPT_PREFIX, BAD_PREFIX))
-            or (len(p.name) == HASH_LEN and set(p.name) <= hexdigits)
-            for p in path.iterdir()
-        )
 
 
 def cached(fn: Callable[[dict], Any], params: Mapping, *, name: str,
@@ -285,7 +326,8 @@ def cached(fn: Callable[[dict], Any], params: Mapping, *, name: str,
         force: Recompute and overwrite even if a valid entry exists.
 
     Returns:
-        The result: read back from the cache on a hit, else as `fn` returned it.
+        The result: read back from the cache on a hit, else as `fn` returned it. While
+        another process computes the same unit, this call waits for it and returns its entry.
 
     Raises:
         ValueError: If `params` cannot be hashed, or ``fn.code_modules`` fails. Whatever `fn`
@@ -297,10 +339,15 @@ def cached(fn: Callable[[dict], Any], params: Mapping, *, name: str,
         hit, result = cache._lookup(unit)
         if hit:
             return result
-    start = time.perf_counter()
-    with running_unit(name, fn):  # a checkpoint_dir(name, params) inside gets this unit's key
-        result = fn(dict(params))
-    cache._put(unit, params, result, wall_time_s=time.perf_counter() - start)
+    with cache._lock(unit):  # one process computes; the others wait here, then read its entry
+        if not force:
+            hit, result = cache._lookup(unit)  # again: the lock's last holder may have put it
+            if hit:
+                return result
+        start = time.perf_counter()
+        with running_unit(name, fn):  # a checkpoint_dir(name, params) inside gets this key
+            result = fn(dict(params))
+        cache._put(unit, params, result, wall_time_s=time.perf_counter() - start)
     return result
 
 

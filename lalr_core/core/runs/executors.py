@@ -3,15 +3,21 @@
 from __future__ import annotations
 
 import concurrent.futures
+import ctypes
 import multiprocessing
 import os
 import pickle
+import signal
 import sys
+import threading
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from lalr_core.core.runs.cache import ACTIVE_CACHES, RunCache, cached
 
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+WATCHDOG_S = 1.0  # seconds between a worker's checks that the sweep process still lives
 
 # ---------------------------------------------------------------- executors
 
@@ -27,11 +33,43 @@ def _run_unit(fn: Callable[[dict], Any], params: dict, name: str, root: str,
         ACTIVE_CACHES.pop()
 
 
-def _init_worker(threads: int) -> None:
-    """Process-pool initializer: split the machine's cores between the workers."""
+def _init_worker(threads: int, parent_pid: int | None = None) -> None:
+    """Process-pool initializer: split the machine's cores between the workers, and tie each
+    worker's life to the sweep process `parent_pid` (see `die_with_parent`)."""
+    if parent_pid is not None:
+        die_with_parent(parent_pid)
     import torch  # lazy: only worker processes pay for it
 
     torch.set_num_threads(max(1, threads))
+
+
+def die_with_parent(parent_pid: int) -> None:
+    """End this process when its parent `parent_pid` dies, even by SIGKILL.
+
+    A pool's workers otherwise outlive a killed sweep (each holding its torch memory, ~1 GB)
+    and keep the pool's resource tracker alive with them; the tracker exits by itself once no
+    process holds its pipe. On Linux the kernel sends SIGKILL when the parent dies
+    (``prctl(PR_SET_PDEATHSIG)``; strictly, when the parent's thread that started this
+    process ends: the pool starts workers from the thread running the sweep, which outlives
+    the pool). Everywhere, a daemon thread also polls ``os.getppid()``, which changes when the
+    parent dies and this process is re-parented, and then calls ``os._exit``.
+    """
+    if sys.platform.startswith("linux"):
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        except (OSError, AttributeError):  # no usable libc: the watchdog alone
+            pass
+    if os.getppid() != parent_pid:  # the parent died before the prctl
+        os._exit(1)
+    threading.Thread(target=_watch_parent, args=(parent_pid,), name="die-with-parent",
+                     daemon=True).start()
+
+
+def _watch_parent(parent_pid: int) -> None:
+    while os.getppid() == parent_pid:
+        time.sleep(WATCHDOG_S)
+    os._exit(1)  # no cleanup: the parent that would collect the results is gone
 
 
 class LocalExecutor:
@@ -61,7 +99,7 @@ class LocalExecutor:
         context = multiprocessing.get_context("spawn")  # fork is unsafe once torch has threads
         with concurrent.futures.ProcessPoolExecutor(
             max_workers=min(self.workers, len(arg_tuples)), mp_context=context,
-            initializer=_init_worker, initargs=(self.threads,),
+            initializer=_init_worker, initargs=(self.threads, os.getpid()),
         ) as pool:
             futures = {pool.submit(task, *args): i for i, args in enumerate(arg_tuples)}
             try:

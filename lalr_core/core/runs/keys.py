@@ -17,8 +17,9 @@ RESULT_FILE = "result.pkl"
 META_FILE = "meta.json"
 ROOT_ENV = "LALR_RUNS_ROOT"  # overrides the default root `<repo>/data/runs`
 HASH_LEN = 16  # hex characters of sha256 kept as the key (64 bits)
-# hidden siblings of the entries: temporaries, checkpoints, quarantined corrupt entries
-TMP_PREFIX, CKPT_PREFIX, BAD_PREFIX = ".tmp-", ".ckpt-", ".corrupt-"
+# hidden siblings of the entries: temporaries, checkpoints, quarantined corrupt entries, and
+# the lock files of units being computed
+TMP_PREFIX, CKPT_PREFIX, BAD_PREFIX, LOCK_PREFIX = ".tmp-", ".ckpt-", ".corrupt-", ".lock-"
 
 
 # ---------------------------------------------------------------- parameter hashing

@@ -20,7 +20,11 @@ NORM_TYPES = (nn.modules.batchnorm._NormBase, nn.GroupNorm, nn.LayerNorm)  # BN 
 
 
 # ----------------------------------------------------------------------------- param groups
-def layer_groups(model: nn.Module, skip_first: bool = False, skip_last: bool = False
+NORM_RULES = ("order", "name")
+
+
+def layer_groups(model: nn.Module, skip_first: bool = False, skip_last: bool = False,
+                 norms: str = "order"
                  ) -> tuple[list[str], list[list[nn.Parameter]], list[nn.Parameter]]:
     """Split a model's parameters into layers (the units that get one lr each) and the rest.
 
@@ -28,10 +32,19 @@ def layer_groups(model: nn.Module, skip_first: bool = False, skip_last: bool = F
 
     * every conv / linear module (`layers.weight_layers`) starts a layer, named by its module name,
       holding its own weight and bias;
-    * a norm module (BatchNorm, InstanceNorm, GroupNorm, LayerNorm) joins the *most recent*
-      conv / linear layer (TempBalance ties BN to its conv the same way, by order); a norm met
-      before any conv / linear goes to the rest. Pre-norm models (LayerNorm registered *before*
-      its Linear) are therefore tied to the previous layer -- check ``names`` for such models;
+    * a norm module (BatchNorm, InstanceNorm, GroupNorm, LayerNorm) joins a layer by
+      ``norms``:
+
+      - ``"order"``: the *most recent* conv / linear layer; a norm met before any goes to the
+        rest. Pre-norm models (a norm registered *before* its Linear) are therefore tied to
+        the previous layer -- check ``names`` for such models.
+      - ``"name"``: the layer named like the norm with ``bn`` replaced by ``conv``
+        (``layer1.0.bn2`` -> ``layer1.0.conv2``), else the rest. This is the default
+        (``batchnorm_type='name'``) of the TempBalance authors' ``Tempbalance`` class
+        (YefanZhou/TempBalance, tempbalance.py): a ResNet's shortcut BN (``shortcut.1``) and
+        every BN inside an ``nn.Sequential`` (VGG's ``features.1``) keep the global lr.
+        (Their ``'order'`` option ties a BN only to a conv right before it; ours also ties
+        a second norm in a row -- no model here has one.)
     * parameters of any other module go to the rest; ``skip_first`` / ``skip_last`` move the
       first / last layer (and its norms) to the rest, as TempBalance and seed 001 (digest A-4)
       exclude the stem conv and the classifier;
@@ -41,6 +54,7 @@ def layer_groups(model: nn.Module, skip_first: bool = False, skip_last: bool = F
         model: any ``nn.Module``.
         skip_first: move the first conv / linear layer to the rest.
         skip_last: move the last conv / linear layer to the rest.
+        norms: ``"order"`` or ``"name"``: how a norm module finds its layer (above).
 
     Returns:
         ``(names, params, rest)``: layer names, each layer's parameters, and the rest.
@@ -48,18 +62,26 @@ def layer_groups(model: nn.Module, skip_first: bool = False, skip_last: bool = F
     Raises:
         ValueError: if no layer is left.
     """
+    if norms not in NORM_RULES:
+        raise ValueError(f"norms must be one of {NORM_RULES}, got {norms!r}")
     names, params, rest, seen = [], [], [], set()
     layers = weight_layers(model)
+    tied: dict[str, list[nn.Parameter]] = {}      # "name" rule: conv name -> its norms' params
     for name, module in model.named_modules():
         own = [p for p in module.parameters(recurse=False) if id(p) not in seen]
         seen.update(id(p) for p in own)
         if name in layers:
             names.append(name)
             params.append(own)
-        elif isinstance(module, NORM_TYPES) and params:
+        elif isinstance(module, NORM_TYPES) and norms == "order" and params:
             params[-1].extend(own)
+        elif isinstance(module, NORM_TYPES) and norms == "name" \
+                and name.replace("bn", "conv") in layers:
+            tied.setdefault(name.replace("bn", "conv"), []).extend(own)
         else:
             rest.extend(own)
+    for i, name in enumerate(names):                # a pre-activation BN may precede its conv
+        params[i].extend(tied.get(name, []))
     lo, hi = int(skip_first), len(names) - int(skip_last)
     if hi - lo < 1:
         raise ValueError(f"no conv / linear layer left in {type(model).__name__} "
@@ -81,6 +103,7 @@ class LayerLR:
         model: the network; layers follow `layer_groups`.
         skip_first: stem layer gets the default lr, not an allocated one.
         skip_last: classifier gets the default lr, not an allocated one.
+        norms: how norm modules join layers (`layer_groups`).
 
     Example:
         >>> net = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4), nn.Linear(4, 2))
@@ -91,8 +114,9 @@ class LayerLR:
         [0.05, 0.2]
     """
 
-    def __init__(self, model: nn.Module, skip_first: bool = False, skip_last: bool = False):
-        self.names, self.params, self.rest = layer_groups(model, skip_first, skip_last)
+    def __init__(self, model: nn.Module, skip_first: bool = False, skip_last: bool = False,
+                 norms: str = "order"):
+        self.names, self.params, self.rest = layer_groups(model, skip_first, skip_last, norms)
         self._owner = {id(p): i for i, ps in enumerate(self.params) for p in ps}
 
     @property

@@ -15,10 +15,11 @@ Conventions:
     * Window (G1): ``D_s(t-N)`` sums ``i = t-N+1..t`` (eq. 3.4 prints ``i = N``), and for
       ``t < N`` the window is truncated at ``theta_0``, so ``psi_N(t) = psi(t)`` there.
     * ``0/0`` (no movement at all) gives ``nan``, never 1: an unmoved segment has no direction.
-The package: ``path`` (``PathMetrics``, ``path_metrics``, ``TrajectoryCallback``), ``baselines``
-(App. A helpers, the random-walk / AR(1) closed forms and simulators), ``fits`` (eq. 3.15) and
-``validation`` (the input checks they share); this module re-exports their public names, and
-importing it registers ``TrajectoryCallback`` as the ``"trajectory"`` callback.
+The package: ``path`` (``PathMetrics``, ``path_metrics``, ``TrajectoryCallback``,
+``spike_gain``), ``baselines`` (App. A helpers, the random-walk / AR(1) closed forms and
+simulators), ``fits`` (eq. 3.15) and ``validation`` (the input checks they share); this module
+re-exports their public names, and importing it registers ``TrajectoryCallback`` as the
+``"trajectory"`` callback.
 """
 
 from __future__ import annotations
@@ -50,7 +51,8 @@ from lalr_core.methods.trajectory.fits import (
     fit_objective,
     fit_rw,
 )
-from lalr_core.methods.trajectory.path import PathMetrics, TrajectoryCallback, path_metrics
+from lalr_core.methods.trajectory.path import (PathMetrics, TrajectoryCallback, path_metrics,
+                                              spike_gain)
 from lalr_core.methods.trajectory.validation import (
     check_alpha,
     check_curves,
@@ -93,4 +95,5 @@ __all__ = [
     "rw_expected_psi_window",
     "simulate_ar",
     "simulate_rw",
+    "spike_gain",
 ]

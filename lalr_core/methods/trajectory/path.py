@@ -286,3 +286,30 @@ def path_metrics(path, window: int | None = None,
     for row in rows[1:]:
         pm.update(row)
     return pm.result()
+
+
+def spike_gain(psi_window, drop: int, window: int) -> float:
+    """Largest relative rise of ``psi_N`` within ``window`` steps after an lr drop (figs 3.7,
+    3.19): ``max(psi_N(drop+1 .. drop+window)) / psi_N(drop) - 1``.
+
+    Args:
+        psi_window: ``(T,)`` ``psi_N(t)`` for ``t = 1..T`` (``PathMetrics.result()``).
+        drop: the last step at the old lr, ``1 <= drop < T``.
+        window: ``N``, how many steps after the drop are searched.
+
+    Returns:
+        The gain (a fraction; ``nan`` where ``psi_N`` is ``nan``, e.g. an unmoved segment).
+
+    Raises:
+        ValueError: a bad window, or a drop outside the trajectory (e.g. a run that diverged
+            and stopped before it), naming the trajectory's length.
+    """
+    psi = np.asarray(psi_window, dtype=np.float64)
+    N = check_window(window)
+    if psi.ndim != 1:
+        raise ValueError(f"psi_window must be 1-D, got shape {psi.shape}")
+    if isinstance(drop, bool) or not isinstance(drop, (int, np.integer)) \
+            or not 1 <= drop < psi.size:
+        raise ValueError(f"an lr drop at step {drop!r} is not inside the trajectory of "
+                         f"{psi.size} steps (need 1 <= drop < {psi.size})")
+    return float(psi[drop:drop + N].max() / psi[drop - 1] - 1)

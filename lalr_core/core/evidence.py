@@ -1,0 +1,212 @@
+"""Verdicts from intervals: a comparison is PASS or FAIL only when its 95% interval decides it.
+
+A check compares a quantity (a difference of accuracies between two methods, paired by seed; a
+mean over seeds) with the source's threshold. `Evidence` holds the estimate, its interval and
+where the interval came from (the number of seeds, the test set's size); ``verdict`` is
+
+* ``PASS``: the whole interval lies on the claim's side of the threshold;
+* ``FAIL``: the whole interval lies on the other side;
+* ``INCONCLUSIVE``: the interval covers the threshold, so the data cannot tell.
+
+Intervals (two-sided 95%, so each one-sided verdict errs at most 2.5% of the time):
+
+* ``paired_difference``: several seeds, each run of method A paired with B's run of the same
+  seed: Student's t interval of the mean paired difference (``n - 1`` degrees of freedom).
+  Seeds differ in initialisation and data order, so this covers both; it does not cover a
+  different test set.
+* one seed with a test set of ``n_test`` examples: the normal interval of a difference of two
+  accuracies, ``sqrt(p_a (1 - p_a) / n + p_b (1 - p_b) / n)``. The two runs see the same test
+  examples, so their errors are positively correlated and the true standard error is smaller:
+  this interval is conservative (an honest INCONCLUSIVE rather than a false PASS).
+* ``bootstrap_difference``: one seed whose runs recorded their test predictions: the paired
+  bootstrap over test examples (resample examples, both runs' correctness together), which
+  keeps the correlation the normal interval above ignores; percentile interval.
+* ``mean_interval``: a quantity measured once per seed, against a threshold.
+
+FigureWriter.check takes an `Evidence` in place of a bool and stores the interval with the
+verdict; REPORT.md prints it beside the number.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+
+import numpy as np
+from scipy import stats
+
+CONFIDENCE = 0.95
+VERDICTS = ("PASS", "FAIL", "INCONCLUSIVE", "N/A")
+SIDES = ("greater", "less", "within")
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """An estimate with its interval, and the claim it is judged against.
+
+    Attributes:
+        estimate: the point estimate (e.g. mean paired difference of accuracies, points).
+        low, high: the two-sided ``CONFIDENCE`` interval.
+        threshold: the claim's threshold (``within``: the tolerance, > 0).
+        side: ``"greater"`` (claim: estimate > threshold), ``"less"`` (estimate < threshold)
+            or ``"within"`` (|estimate| <= threshold: "about equal").
+        n: seeds (pairs) behind the interval.
+        n_test: test examples behind each accuracy, if the interval uses them.
+        method: how the interval was computed, one phrase.
+    """
+
+    estimate: float
+    low: float
+    high: float
+    threshold: float = 0.0
+    side: str = "greater"
+    n: int = 1
+    n_test: int | None = None
+    method: str = ""
+
+    def __post_init__(self):
+        if self.side not in SIDES:
+            raise ValueError(f"side must be one of {SIDES}, got {self.side!r}")
+        if self.side == "within" and not self.threshold > 0:
+            raise ValueError(f"a 'within' claim needs a tolerance > 0, got {self.threshold}")
+        if not (self.low <= self.estimate <= self.high) and all(
+                map(math.isfinite, (self.low, self.estimate, self.high))):
+            raise ValueError(f"estimate {self.estimate} outside its interval "
+                             f"[{self.low}, {self.high}]")
+
+    @property
+    def verdict(self) -> str:
+        """``PASS``, ``FAIL`` or ``INCONCLUSIVE`` (NaN anywhere: ``INCONCLUSIVE``)."""
+        lo, hi, t = self.low, self.high, self.threshold
+        if not all(map(math.isfinite, (lo, hi))):
+            return "INCONCLUSIVE"
+        if self.side == "greater":
+            return "PASS" if lo > t else "FAIL" if hi <= t else "INCONCLUSIVE"
+        if self.side == "less":
+            return "PASS" if hi < t else "FAIL" if lo >= t else "INCONCLUSIVE"
+        if -t <= lo and hi <= t:
+            return "PASS"
+        return "FAIL" if lo > t or hi < -t else "INCONCLUSIVE"
+
+    def judged(self, threshold: float, side: str = "greater") -> Evidence:
+        """The same interval judged against another claim."""
+        return Evidence(**{**asdict(self), "threshold": threshold, "side": side})
+
+    def text(self, digits: int = 2) -> str:
+        """``"+1.23 [-0.40, +2.86], 5 seeds"`` (and the test set size when used)."""
+        f = f"{{:+.{digits}f}}"
+        out = f"{f.format(self.estimate)} [{f.format(self.low)}, {f.format(self.high)}]"
+        out += f", {self.n} seed{'s' if self.n != 1 else ''}"
+        if self.n_test:
+            out += f", {self.n_test} test examples"
+        return out
+
+    def as_record(self) -> dict:
+        """JSON-ready fields, as stored in ``checks.json``."""
+        return {**asdict(self), "confidence": CONFIDENCE}
+
+
+def _t_interval(x: np.ndarray) -> tuple[float, float, float]:
+    mean = float(x.mean())
+    if len(x) < 2:
+        return mean, -math.inf, math.inf
+    half = float(stats.t.ppf(0.5 + CONFIDENCE / 2, len(x) - 1) * x.std(ddof=1) / math.sqrt(len(x)))
+    return mean, mean - half, mean + half
+
+
+def _values(name: str, x) -> np.ndarray:
+    arr = np.asarray(x, dtype=np.float64).ravel()
+    if arr.size == 0:
+        raise ValueError(f"{name} is empty")
+    return arr
+
+
+def paired_difference(a: Sequence[float], b: Sequence[float], *, threshold: float = 0.0,
+                      side: str = "greater", n_test: int | None = None,
+                      scale: float = 1.0) -> Evidence:
+    """Evidence on ``mean(a - b)``, ``a[i]`` and ``b[i]`` being the same seed's runs.
+
+    With one pair, the interval needs ``n_test`` and treats ``a``, ``b`` as accuracies in
+    [0, 1] (see the module docstring); without ``n_test`` it is infinite (INCONCLUSIVE).
+
+    Args:
+        a, b: one value per seed, in the same seed order.
+        threshold, side: the claim (see `Evidence`).
+        n_test: test examples behind each accuracy (used only for one pair).
+        scale: multiply estimate and interval (e.g. 100 for percentage points); the
+            threshold is in the scaled unit.
+
+    Raises:
+        ValueError: empty input or unequal lengths.
+    """
+    a, b = _values("a", a), _values("b", b)
+    if a.shape != b.shape:
+        raise ValueError(f"paired values need equal lengths, got {a.size} and {b.size}")
+    d = a - b
+    mask = np.isfinite(d)
+    d = d[mask]
+    if d.size == 0:
+        return Evidence(math.nan, math.nan, math.nan, threshold, side, 0, n_test,
+                        "no finite pair (diverged runs?)")
+    if d.size == 1 and n_test:
+        pa, pb = float(a[mask][0]), float(b[mask][0])
+        if not (0 <= pa <= 1 and 0 <= pb <= 1):
+            raise ValueError(f"one pair with n_test needs accuracies in [0, 1], got {pa}, {pb}")
+        se = math.sqrt(pa * (1 - pa) / n_test + pb * (1 - pb) / n_test)
+        z = float(stats.norm.ppf(0.5 + CONFIDENCE / 2))
+        mean, low, high = float(d[0]), float(d[0]) - z * se, float(d[0]) + z * se
+        method = "one seed: normal interval of two accuracies on the test set"
+    else:
+        mean, low, high = _t_interval(d)
+        method = f"paired t over {d.size} seeds" if d.size > 1 else "one seed, no test size"
+    return Evidence(scale * mean, scale * low, scale * high, threshold, side, int(d.size),
+                    n_test, method)
+
+
+def mean_interval(x: Sequence[float], *, threshold: float = 0.0, side: str = "greater",
+                  scale: float = 1.0) -> Evidence:
+    """Evidence on the mean of a quantity measured once per seed (t interval)."""
+    v = _values("x", x)
+    v = v[np.isfinite(v)]
+    if v.size == 0:
+        return Evidence(math.nan, math.nan, math.nan, threshold, side, 0, None,
+                        "no finite value")
+    mean, low, high = _t_interval(v)
+    return Evidence(scale * mean, scale * low, scale * high, threshold, side, int(v.size), None,
+                    f"t over {v.size} seeds" if v.size > 1 else "one seed: no interval")
+
+
+BOOTSTRAP_RESAMPLES = 2000
+
+
+def bootstrap_difference(correct_a, correct_b, *, threshold: float = 0.0,
+                         side: str = "greater", scale: float = 1.0,
+                         resamples: int = BOOTSTRAP_RESAMPLES, seed: int = 0) -> Evidence:
+    """Evidence on ``acc_a - acc_b`` of two runs on the same test set, from per-example
+    correctness: the paired bootstrap over examples (percentile interval, seeded).
+
+    Args:
+        correct_a, correct_b: one bool (or 0/1) per test example, same example order.
+        threshold, side, scale: as in `paired_difference`.
+        resamples: bootstrap resamples.
+        seed: of the resampling (the interval is deterministic for a given seed).
+    """
+    a = _values("correct_a", correct_a)
+    b = _values("correct_b", correct_b)
+    if a.shape != b.shape:
+        raise ValueError(f"paired values need equal lengths, got {a.size} and {b.size}")
+    d = a - b                                  # per example: -1, 0 or +1
+    rng = np.random.default_rng(seed)
+    n = d.size
+    means = np.empty(resamples)
+    for start in range(0, resamples, 256):    # blocks keep memory at 256 x n indices
+        stop = min(start + 256, resamples)
+        idx = rng.integers(0, n, size=(stop - start, n))
+        means[start:stop] = d[idx].mean(axis=1)
+    tail = (1 - CONFIDENCE) / 2
+    low, high = np.quantile(means, [tail, 1 - tail])
+    est = float(d.mean())
+    low, high = min(float(low), est), max(float(high), est)
+    return Evidence(scale * est, scale * low, scale * high, threshold, side, 1, n,
+                    f"one seed: paired bootstrap over {n} test examples")

@@ -1,0 +1,101 @@
+"""`lalr_core.core.evidence`: intervals against closed forms and scipy, verdicts by rule."""
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from lalr_core.core.evidence import Evidence, mean_interval, paired_difference
+
+
+def test_paired_t_interval_matches_scipy_and_a_hand_computation():
+    a = [0.91, 0.93, 0.90, 0.94, 0.92]
+    b = [0.90, 0.91, 0.91, 0.92, 0.90]
+    ev = paired_difference(a, b, scale=100)
+    d = 100 * (np.array(a) - np.array(b))
+    ci = stats.ttest_rel(np.array(a) * 100, np.array(b) * 100).confidence_interval(0.95)
+    assert ev.estimate == pytest.approx(d.mean())
+    assert (ev.low, ev.high) == pytest.approx((ci.low, ci.high))
+    half = 2.7764451051977987 * d.std(ddof=1) / math.sqrt(5)   # t_{0.975, 4}
+    assert ev.high - ev.estimate == pytest.approx(half)
+    assert ev.n == 5 and ev.verdict == "INCONCLUSIVE"           # [-0.08, 2.08] covers 0
+
+
+def test_one_seed_uses_the_binomial_interval_of_the_test_set():
+    ev = paired_difference([0.80], [0.75], n_test=450, scale=100)
+    se = math.sqrt(0.8 * 0.2 / 450 + 0.75 * 0.25 / 450)
+    assert ev.low == pytest.approx(5 - 100 * 1.959963984540054 * se)
+    assert ev.n == 1 and ev.n_test == 450 and ev.verdict == "INCONCLUSIVE"  # 5 +- 5.5 points
+    big = paired_difference([0.80], [0.75], n_test=10_000, scale=100)
+    assert big.verdict == "PASS"                                 # 5 +- 1.2 points
+    assert paired_difference([0.8], [0.75]).verdict == "INCONCLUSIVE"   # no n_test: no interval
+
+
+@pytest.mark.parametrize("low,high,threshold,side,verdict", [
+    (0.5, 2.0, 0.0, "greater", "PASS"), (-2.0, -0.5, 0.0, "greater", "FAIL"),
+    (-0.5, 2.0, 0.0, "greater", "INCONCLUSIVE"), (-2.0, -0.5, 0.0, "less", "PASS"),
+    (0.5, 2.0, 0.0, "less", "FAIL"), (-0.5, 0.5, 1.0, "within", "PASS"),
+    (1.5, 2.0, 1.0, "within", "FAIL"), (0.5, 1.5, 1.0, "within", "INCONCLUSIVE"),
+    (-math.inf, math.inf, 0.0, "greater", "INCONCLUSIVE"),
+])
+def test_verdict_rules(low, high, threshold, side, verdict):
+    est = 0.0 if not math.isfinite(low) else (low + high) / 2
+    assert Evidence(est, low, high, threshold, side).verdict == verdict
+
+
+def test_diverged_pairs_are_dropped_and_all_nan_is_inconclusive():
+    ev = paired_difference([0.9, np.nan, 0.92], [0.8, 0.85, 0.83])
+    assert ev.n == 2
+    assert paired_difference([np.nan], [0.5]).verdict == "INCONCLUSIVE"
+
+
+def test_mean_interval_and_bad_input():
+    ev = mean_interval([0.9, 0.95, 0.92], threshold=0.8)
+    assert ev.verdict == "PASS" and ev.n == 3
+    with pytest.raises(ValueError, match="equal lengths"):
+        paired_difference([1, 2], [1])
+    with pytest.raises(ValueError, match="tolerance"):
+        Evidence(0, -1, 1, 0.0, "within")
+    with pytest.raises(ValueError, match="side"):
+        Evidence(0, -1, 1, 0.0, "bigger")
+
+
+def test_check_stores_the_interval_and_report_prints_it(tmp_path, monkeypatch):
+    from lalr_core.core import report
+    from lalr_core.core.figures import FIGURES_ENV, FigureWriter
+    monkeypatch.setenv(FIGURES_ENV, str(tmp_path))
+    out = FigureWriter("02_tempbalance", "smoke", "02_tempbalance.ipynb")
+    rec = out.check("fig2.1", "TB beats the baseline", paired_difference(
+        [0.9, 0.92, 0.91], [0.85, 0.86, 0.86], scale=100))
+    assert rec["verdict"] == "PASS" and rec["passed"] is True
+    assert rec["interval"]["n"] == 3 and rec["interval"]["confidence"] == 0.95
+    rec = out.check("fig2.1", "about equal", paired_difference([0.9, 0.91], [0.9, 0.93],
+                                                               threshold=0.5, side="within",
+                                                               scale=100))
+    assert rec["verdict"] == "INCONCLUSIVE" and rec["passed"] is None
+    text = report.render_report("smoke", tmp_path / "smoke", [])
+    assert "1 PASS, 0 FAIL, 1 INCONCLUSIVE, 0 N/A" in text
+    assert "  - 02_tempbalance: 1 PASS, 1 INCONCLUSIVE" in text
+    assert "+5.33 [" in text and "3 seeds" in text
+
+
+def test_paired_bootstrap_matches_the_closed_form_standard_error():
+    """Per-example differences d in {-1, 0, 1}: the bootstrap interval's half-width is close
+    to 1.96 * sd(d) / sqrt(n), narrower than the unpaired normal interval when the two runs
+    mostly agree (the correlation the binomial interval ignores)."""
+    from lalr_core.core.evidence import bootstrap_difference
+    rng = np.random.default_rng(3)
+    n = 2000
+    a = rng.random(n) < 0.85
+    b = a.copy()
+    flip = rng.choice(n, 120, replace=False)         # the runs disagree on 120 examples
+    b[flip] = ~b[flip]
+    ev = bootstrap_difference(a, b, scale=100, resamples=4000)
+    d = a.astype(float) - b.astype(float)
+    half = 100 * 1.96 * d.std(ddof=1) / math.sqrt(n)
+    assert ev.estimate == pytest.approx(100 * d.mean())
+    assert (ev.high - ev.low) / 2 == pytest.approx(half, rel=0.1)
+    unpaired = paired_difference([a.mean()], [b.mean()], n_test=n, scale=100)
+    assert ev.high - ev.low < 0.6 * (unpaired.high - unpaired.low)
+    assert ev.n_test == n and ev == bootstrap_difference(a, b, scale=100, resamples=4000)

@@ -19,7 +19,7 @@ import json
 import sys
 from pathlib import Path
 
-CHECK_FIELDS = ("item_id", "claim", "verdict", "passed", "detail", "ours", "source")
+CHECK_FIELDS = ("item_id", "claim", "verdict", "passed", "detail", "ours", "source", "interval")
 
 
 def snapshot(figures: Path) -> dict:
@@ -44,8 +44,8 @@ def differences(before: dict, after: dict) -> list[str]:
         if len(a) != len(b):
             out.append(f"{chapter}: {len(a)} checks before, {len(b)} after")
         for i, (x, y) in enumerate(zip(a, b)):
-            if x != y:
-                diff = {k: (x.get(k), y.get(k)) for k in CHECK_FIELDS if x.get(k) != y.get(k)}
+            diff = {k: (x.get(k), y.get(k)) for k in CHECK_FIELDS if x.get(k) != y.get(k)}
+            if diff:  # a field absent from an older snapshot counts as None
                 out.append(f"{chapter} #{i} {x['item_id']} ({x['claim'][:60]}): {diff}")
     for table in sorted(set(before["tables"]) | set(after["tables"])):
         a, b = before["tables"].get(table), after["tables"].get(table)

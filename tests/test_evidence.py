@@ -67,7 +67,7 @@ def test_check_stores_the_interval_and_report_prints_it(tmp_path, monkeypatch):
     monkeypatch.setenv(FIGURES_ENV, str(tmp_path))
     out = FigureWriter("02_tempbalance", "smoke", "02_tempbalance.ipynb")
     rec = out.check("fig2.1", "TB beats the baseline", paired_difference(
-        [0.9, 0.92, 0.91], [0.85, 0.86, 0.86], scale=100))
+        [0.9, 0.92, 0.91], [0.85, 0.86, 0.86], scale=100), quote="TB improves accuracy")
     assert rec["verdict"] == "PASS" and rec["passed"] is True
     assert rec["interval"]["n"] == 3 and rec["interval"]["confidence"] == 0.95
     rec = out.check("fig2.1", "about equal", paired_difference([0.9, 0.91], [0.9, 0.93],
@@ -78,6 +78,7 @@ def test_check_stores_the_interval_and_report_prints_it(tmp_path, monkeypatch):
     assert "1 PASS, 0 FAIL, 1 INCONCLUSIVE, 0 N/A" in text
     assert "  - 02_tempbalance: 1 PASS, 1 INCONCLUSIVE" in text
     assert "+5.33 [" in text and "3 seeds" in text
+    assert "Source: “TB improves accuracy”" in text
 
 
 def test_paired_bootstrap_matches_the_closed_form_standard_error():

@@ -39,7 +39,7 @@ def test_key_rebuilds_the_config_with_its_methods():
     key = cfg.key()
     assert key["methods"] == [{"kind": "tempbalance", "scheme": "tb_linear",
                                "params": (("lr_min_ratio", 0.4),), "xmin": "ks",
-                               "min_eigs": 0, "zeros": "keep"}]
+                               "min_eigs": 0, "zeros": "keep", "norms": "name"}]
     assert RunConfig(**key) == cfg and hash(RunConfig(**key)) == hash(cfg)
     assert RunConfig(**TINY).key()["methods"] == []
 
@@ -172,3 +172,15 @@ def test_callback_counts_a_rank_deficient_layer_as_tempbalance_does():
     assert spectral.fit_alpha(lam, "median")["alpha"] > 3                  # the other count
     full_rank = spectral.fit_alpha(spectral.esd(net[2].weight.detach()), "median")["alpha"]
     assert rows.loc["2", "alpha"] == full_rank         # identical counts on a full-rank layer
+
+
+def test_tempbalance_param_groups_follow_the_authors_bn_rule_by_default():
+    net = build_model("resnet18_mini", in_channels=1, num_classes=10, width=0.25, image_size=8)
+    shortcut_bn = dict(net.named_modules())["layer2.0.shortcut.1"].weight
+    def group_of(method):
+        groups = method.param_groups(net, 0.1)
+        return next(g["layer"] for g in groups if any(p is shortcut_bn for p in g["params"]))
+    assert group_of(TempBalance()) is None                    # keeps the global lr
+    assert group_of(TempBalance(norms="order")) == "layer2.0.shortcut.0"
+    with pytest.raises(ValueError, match="norms"):
+        TempBalance(norms="nearest")

@@ -191,3 +191,14 @@ def test_plugin_key_leaves_out_fields_outside_comparison():
     a, b = _Scheduled(max_steps=3, note="a"), _Scheduled(max_steps=3, note="b")
     assert a == b and hash(a) == hash(b)
     assert a.key() == {"kind": "scheduled_test", "max_steps": 3}
+
+
+def test_result_keeps_per_example_test_correctness_matching_the_accuracy():
+    from lalr_core.core.config import RunConfig
+    from lalr_core.core.train import train
+    cfg = RunConfig(synthetic=True, epochs=1, n_train=64, n_test=50, batch_size=32,
+                    model="mlp", width=0.25)
+    res = train(cfg, progress=False)
+    hits = res["test_correct"]
+    assert hits.dtype == bool and hits.shape == (50,)
+    assert hits.mean() == pytest.approx(res["final"]["test_acc"])

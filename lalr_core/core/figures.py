@@ -335,7 +335,7 @@ class FigureWriter:
         return read_checks(self.checks_path)
 
     def check(self, item_id: str, claim: str, passed, *, detail: str = "", ours=None,
-              source=None) -> dict:
+              source=None, quote: str = "") -> dict:
         """Record whether the source's ``claim`` held for ``item_id``; never raises on FAIL.
 
         Re-running with the same ``(item_id, claim)`` replaces the earlier record, so a
@@ -351,6 +351,8 @@ class FigureWriter:
             detail: how it was judged; required when ``passed`` is ``None``.
             ours: our number(s) (JSON-serialisable).
             source: the source's number(s) (JSON-serialisable).
+            quote: the source's own sentence behind the claim, verbatim (REPORT.md shows it
+                beside ours, so a reader sees what was claimed and what was tested).
 
         Returns:
             The stored record (``verdict`` is one of `lalr_core.core.evidence.VERDICTS`;
@@ -378,6 +380,7 @@ class FigureWriter:
         record = {
             "item_id": item_id, "claim": claim, "verdict": verdict, "passed": passed,
             "detail": str(detail), "ours": ours, "source": source, "interval": interval,
+            "quote": str(quote),
             "chapter": self.chapter, "notebook": self.notebook, "profile": self.profile,
             **git_info(), "timestamp_utc": utc_timestamp(),
         }

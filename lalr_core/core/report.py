@@ -75,6 +75,8 @@ def _verdict_text(check: dict) -> str:
         text += f": {check['detail']}"
     if check.get("ours") is not None or check.get("source") is not None:
         text += f" (ours: {_value(check.get('ours'))}; source: {_value(check.get('source'))})"
+    if check.get("quote"):
+        text += f" Source: “{check['quote']}”"
     return _cell(text)
 
 

@@ -12,6 +12,10 @@ in ``TASKS``; ``RunConfig.task`` holds it. The loop calls:
   number of correct predictions (a tensor, or None where accuracy means nothing) and the batch
   size;
 * ``evaluate(cfg, model, data, split)``: ``(loss, accuracy)`` on ``"val"`` or ``"test"``;
+* ``correct(cfg, model, data, split)`` (optional): one bool per example of the split, whether
+  the model classifies it correctly; the loop keeps the test set's at the end of a run
+  (``result["test_correct"]``), so two runs' accuracies can be compared example by example
+  (`lalr_core.core.evidence.bootstrap_difference`);
 * ``eval_at_start``: also evaluate validation at step 0 when ``cfg.eval_every_steps`` is set.
 
 and, where the task has them (all optional; e.g. chapter 06's ImageNet tasks use each):
@@ -39,6 +43,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 
@@ -63,6 +68,18 @@ def evaluate(model: torch.nn.Module, X: torch.Tensor, y: torch.Tensor,
         correct += (logits.argmax(1) == yb).sum().item()
     model.train(was_training)
     return loss_sum / len(X), correct / len(X)
+
+
+@torch.no_grad()
+def correct_per_example(model: torch.nn.Module, X: torch.Tensor, y: torch.Tensor,
+                        batch_size: int = 1000) -> np.ndarray:
+    """One bool per example: ``argmax(model(x)) == y``, in eval mode."""
+    was_training = model.training
+    model.eval()
+    hits = [(model(Xb).argmax(1) == yb).cpu()
+            for Xb, yb in iterate_batches(X, y, batch_size, shuffle=False)]
+    model.train(was_training)
+    return torch.cat(hits).numpy() if hits else np.zeros(0, dtype=bool)
 
 
 def load_run_images(cfg: RunConfig, device: torch.device) -> ImageData:
@@ -110,3 +127,7 @@ class ImageClassification(TaskConfig):
     def evaluate(self, cfg: RunConfig, model: torch.nn.Module, data: ImageData, split: str):
         X, y = (data.X_val, data.y_val) if split == "val" else (data.X_test, data.y_test)
         return evaluate(model, X, y, cfg.eval_batch_size)
+
+    def correct(self, cfg: RunConfig, model: torch.nn.Module, data: ImageData, split: str):
+        X, y = (data.X_val, data.y_val) if split == "val" else (data.X_test, data.y_test)
+        return correct_per_example(model, X, y, cfg.eval_batch_size)

@@ -201,7 +201,9 @@ def train(cfg: RunConfig, *, data=None, callbacks: Iterable = (),
         whose loss was NaN/inf or exploded, see ``LOSS_BLOWUP``; None),
         ``callbacks`` (name -> result), ``num_parameters``, ``device``, ``wall_time_s``,
         ``config`` (the cache key), ``evals`` (DataFrame: step, val_loss, val_acc every
-        ``cfg.eval_every_steps``), ``optimizer_stats`` (SVD fallbacks, skipped tensors).
+        ``cfg.eval_every_steps``), ``optimizer_stats`` (SVD fallbacks, skipped tensors),
+        ``test_correct`` (one bool per test example at the end, where the task defines
+        ``correct``; None for a diverged run).
 
     The task's optional hooks (`lalr_core.core.tasks`: ``start_epoch``,
     ``configure_optimizer``, ``step_lr_factor``, ``max_steps``, ``resume_free``) apply where
@@ -325,6 +327,9 @@ def train(cfg: RunConfig, *, data=None, callbacks: Iterable = (),
                     "callbacks": {cb.name: cb.state_dict() for cb in callbacks
                                   if hasattr(cb, "state_dict")}})
     history = pd.DataFrame(state["rows"])
+    correct_of = getattr(task, "correct", None)  # per-example test hits, for paired intervals
+    test_correct = correct_of(cfg, model, data, "test") \
+        if correct_of is not None and not state["diverged"] and len(history) else None
     # a diverged run's last row holds NaN where nothing valid was measured: not filled forward
     last = (history if state["diverged"] else history.ffill()).iloc[-1].to_dict() \
         if len(history) else {}
@@ -336,6 +341,7 @@ def train(cfg: RunConfig, *, data=None, callbacks: Iterable = (),
         "final": {k: float(v) for k, v in last.items()},
         "diverged": state["diverged"],
         "diverged_step": diverged_step,
+        "test_correct": test_correct,
         "callbacks": {cb.name: cb.result() if hasattr(cb, "result") else None
                       for cb in callbacks},
         "num_parameters": num_parameters(model),

@@ -23,6 +23,7 @@ from lalr_core.core.config import METHODS, MethodConfig
 from lalr_core.core.layer_lr import LayerLRCallback
 from lalr_core.methods import spectral
 from lalr_core.methods.tempbalance import SCHEMES, LayerLR, allocate
+from lalr_core.methods.tempbalance.groups import NORM_RULES
 
 SKIP_FIRST, SKIP_LAST = True, True  # digest A-4: stem conv and classifier keep lr_t
 CONV = "slices"  # digest A-3: TempBalance's kh*kw slices (its sqrt(0.5) does not change alpha)
@@ -98,6 +99,10 @@ class TempBalance(MethodConfig):
             ``"drop"``: only the non-zero eigenvalues (WeightWatcher's convention), so a
             channel-pruned layer gets the alpha of its kept rows. Identical on full-rank
             layers (every layer of an unpruned network here).
+        norms: which layer's lr a norm module (BN) follows (`tempbalance.layer_groups`).
+            ``"name"`` (default): the authors' ``batchnorm_type='name'`` (``bn2`` follows
+            ``conv2``; a shortcut BN, or a BN in an ``nn.Sequential``, keeps the global lr).
+            ``"order"``: the most recent conv (this collection's rule before 0.4).
     """
 
     name = "tempbalance"
@@ -106,6 +111,7 @@ class TempBalance(MethodConfig):
     xmin: str = "median"
     min_eigs: int = 0
     zeros: str = "keep"
+    norms: str = "name"
 
     def __post_init__(self):
         if self.scheme not in SCHEMES:
@@ -113,6 +119,9 @@ class TempBalance(MethodConfig):
                              f"{', '.join(SCHEMES)}")
         if self.xmin not in XMIN_RULES:
             raise ValueError(f"unknown TempBalance xmin {self.xmin!r}; choose one of {XMIN_RULES}")
+        if self.norms not in NORM_RULES:
+            raise ValueError(f"unknown TempBalance norms {self.norms!r}; choose one of "
+                             f"{NORM_RULES}")
         if self.zeros not in ZERO_RULES:
             raise ValueError(f"unknown TempBalance zeros {self.zeros!r}; choose one of "
                              f"{ZERO_RULES}")
@@ -134,7 +143,8 @@ class TempBalance(MethodConfig):
         object.__setattr__(self, "params", pairs)
 
     def param_groups(self, model: nn.Module, lr: float) -> list[dict]:
-        return LayerLR(model, skip_first=SKIP_FIRST, skip_last=SKIP_LAST).param_groups(lr)
+        return LayerLR(model, skip_first=SKIP_FIRST, skip_last=SKIP_LAST,
+                       norms=self.norms).param_groups(lr)
 
     def callbacks(self, cfg) -> list:
         scaler = TempBalanceScaler(self.scheme, self.params, self.xmin, seed=cfg.seed,

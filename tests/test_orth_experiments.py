@@ -25,7 +25,11 @@ def test_orth_settings_resolve_and_builders_are_consistent():
         suite = ox.suite_configs(s)
         assert len(suite) == len(s.suite_models) * 2 * s.seeds
         probes = ox.with_probes(s, suite)
-        assert sum("representations" in p for p in probes) == 2 and sum("zero_grad" in p for p in probes) == 2
+        # every seed's SGDM / Orth-SGDM run of the probed models carries the probe (checks pair seeds)
+        assert sum("representations" in p for p in probes) == 2 * s.seeds
+        assert sum("zero_grad" in p for p in probes) == 2 * s.seeds
+        sym, _ = ox.CHAPTER.runs(s, "figI")
+        assert [(c.model, c.seed) for c in sym] == [(m, k) for m in s.sym_models for k in range(s.sym_seeds)]
         t51 = ox.table51_configs(s)
         assert {n for n in t51 if not n.startswith("orth_")} >= {"sgdm", "adam", "sgdm_clip", "adam_clip"}
         assert all(c.method("grad_transform").transform == "orth" for n, cs in t51.items() if n.startswith("orth_") for c in cs)
@@ -86,7 +90,7 @@ def test_every_section_builds_valid_runs_and_the_sweep_starts_with_the_longest()
         s = chapter_settings("06", profile)
         sections = ox.section_runs(s)
         assert set(sections) == {"suite", "table5.1", "table5.4", "fig5.7", "table5.5", "table5.6",
-                                 "fig5.14", "fig5.10", "figI"}
+                                 "fig5.14", "fig5.10", "figI", "classifier_null"}
         for cfgs, cbs in sections.values():
             assert len(cfgs) == len(cbs) and all(isinstance(c, RunConfig) for c in cfgs)
         cfgs, _ = ox.CHAPTER.all_runs(s)
@@ -112,9 +116,11 @@ def test_every_profile_constructs_and_passes_check():
 
 
 def test_every_setting_is_read():
-    """No dead settings: each field is read by the run builders or the notebook."""
+    """No dead settings: each field is read by the run builders (``runs.py``, and
+    ``classifier_null.py`` for its section) or the notebook."""
+    chapter_dir = ROOT / "lalr_core/chapters/ch06_orthogonal_sgdm"
     text = "\n".join(p.read_text() for p in (
-        ROOT / "lalr_core/chapters/ch06_orthogonal_sgdm/runs.py",
+        chapter_dir / "runs.py", *chapter_dir.glob("classifier_null.py"),
         ROOT / "notebooks/src/06_orthogonal_sgdm.py"))
     unread = [f.name for f in dataclasses.fields(ox.Settings)
               if not re.search(rf"\b[sS]\.{f.name}\b", text)]
@@ -155,6 +161,9 @@ BAD = [  # (overrides at smoke, what the error names)
     ({"t51_adamw": "yes"}, "'t51_adamw' must be true or false"),
     ({"executor": "dask"}, "'executor' must be one of"),
     ({"workers": 0}, "'workers' must be positive"),
+    ({"sym_seeds": 0}, "'sym_seeds' must be positive"),
+    ({"f514_overtake": 0}, "'f514_overtake' must be positive"),
+    ({"f53_mark": -5}, "'f53_mark' must be positive"),
     ({"f57_imagenet": {"model": "resnet34", "seed": 1}}, "'f57_imagenet' has unknown keys"),
     ({"f57_imagenet": {"model": "resnet20"}}, "'f57_imagenet' needs a torchvision model"),
 ]
@@ -234,14 +243,128 @@ SMOKE_RUNS = {
 
 def test_smoke_section_runs_are_the_fixed_configs():
     s = chapter_settings("06", "smoke")
-    assert list(ox.section_runs(s)) == list(SMOKE_RUNS)
+    # the classifier-null section's configs are tested in tests/test_classifier_null.py
+    assert list(ox.section_runs(s)) == [*SMOKE_RUNS, "classifier_null"]
     for section, expected in SMOKE_RUNS.items():
         configs, callbacks = ox.CHAPTER.runs(s, section)
         assert list(zip(configs, callbacks)) == expected, section
         assert [c.key() for c in configs] == [c.key() for c, _ in expected], section
     configs, callbacks = ox.CHAPTER.all_runs(s)
-    union = {(c, json.dumps(cb, sort_keys=True)) for runs in SMOKE_RUNS.values() for c, cb in runs}
-    assert len(configs) == len(union) == 43
+    null = list(zip(*ox.CHAPTER.runs(s, "classifier_null")))
+    union = {(c, json.dumps(cb, sort_keys=True))
+             for runs in [*SMOKE_RUNS.values(), null] for c, cb in runs}
+    assert len(configs) == len(union) == 43 + 1    # + the one run with the null dropped
     assert {(c, json.dumps(cb, sort_keys=True)) for c, cb in zip(configs, callbacks)} == union
     with pytest.raises(ValueError, match="unknown section 'table5.7'"):
         ox.CHAPTER.runs(s, "table5.7")
+
+
+# ----------------------------------------------------------------------------- verdicts
+from lalr_core.core.evidence import Evidence
+
+
+def _ev(low, high, threshold=0.0, side="greater"):
+    return Evidence((low + high) / 2, low, high, threshold, side, 3)
+
+
+def test_every_takes_the_least_favourable_part():
+    passing = {"a": _ev(1, 3), "b": _ev(0.5, 2)}
+    combined = ox.every(passing)
+    assert combined.verdict == "PASS" and combined.low == 0.5 and "deciding part: b" in combined.method
+    assert ox.every({**passing, "c": _ev(-1, 2)}).verdict == "INCONCLUSIVE"
+    failed = ox.every({**passing, "c": _ev(-1, 2), "d": _ev(-3, -1), "e": _ev(-2, -0.5)})
+    assert failed.verdict == "FAIL" and "deciding part: d" in failed.method
+    assert ox.every({"x": _ev(-0.5, 0.5, 1.0, "within")}).verdict == "PASS"
+    with pytest.raises(ValueError, match="at least one"):
+        ox.every({})
+
+
+def test_most_counts_decided_and_undecided_parts():
+    p, f, i = _ev(1, 2), _ev(-2, -1), _ev(-1, 1)
+    assert ox.most({"1": p, "2": p, "3": i}).verdict == "PASS"          # 2 of 3 decided for
+    assert ox.most({"1": p, "2": i, "3": f}).verdict == "INCONCLUSIVE"  # 1 to 2 of 3
+    assert ox.most({"1": p, "2": f, "3": f, "4": i}).verdict == "FAIL"  # at most 2 of 4: not most
+    assert ox.most({"1": p, "2": p, "3": f, "4": f}).verdict == "FAIL"  # half is not most
+    ev = ox.most({"1": p, "2": i, "3": f})
+    assert (ev.low, ev.high, ev.threshold) == (1, 2, 1.5) and ev.low <= ev.estimate <= ev.high
+
+
+def _run(acc, seed_hits=None, epochs_acc=None, diverged=False):
+    hist = pd.DataFrame({"epoch": range(1, len(epochs_acc or [acc]) + 1),
+                         "val_acc": epochs_acc or [acc]})
+    return {"final": {"test_acc": acc, "val_acc": acc, "test_loss": 1 - acc}, "diverged": diverged,
+            "history": hist, "test_correct": seed_hits}
+
+
+def test_run_difference_pairs_seeds_and_bootstraps_one_seed():
+    a = [_run(0.80), _run(0.82), _run(0.81)]
+    b = [_run(0.70), _run(0.73), _run(0.70)]
+    ev = ox.run_difference(a, b)
+    assert ev.n == 3 and "paired t" in ev.method and ev.estimate == pytest.approx(10.0)
+    assert ev.verdict == "PASS"
+    assert ox.run_difference(a, b, threshold=15).verdict == "FAIL"
+    hits_a = np.r_[np.ones(900, bool), np.zeros(100, bool)]
+    hits_b = np.r_[np.ones(700, bool), np.zeros(300, bool)]
+    one = ox.run_difference([_run(0.9, hits_a)], [_run(0.7, hits_b)])
+    assert "bootstrap" in one.method and one.estimate == pytest.approx(20.0) and one.verdict == "PASS"
+    # a diverged run got every example wrong (0 %), over seeds and in the bootstrap
+    dead = ox.run_difference([_run(0.9, hits_a)], [_run(float("nan"), None, diverged=True)])
+    assert dead.estimate == pytest.approx(90.0)
+    assert ox.run_value(_run(0.5, diverged=True), "test_acc") == 0.0
+    assert np.isnan(ox.run_value(_run(0.5, diverged=True), "test_loss"))
+    # one seed of a non-test value: the normal interval with n_test, or none
+    assert ox.run_difference([_run(0.9)], [_run(0.7)], "val_acc", n_test=2000).verdict == "PASS"
+    assert ox.run_difference([_run(0.9)], [_run(0.7)], "val_acc").verdict == "INCONCLUSIVE"
+    with pytest.raises(ValueError, match="same seeds"):
+        ox.run_difference(a, b[:2])
+
+
+def test_epochs_to_mark_counts_never_as_one_more_epoch():
+    r = _run(0.8, epochs_acc=[0.5, 0.79, 0.81])
+    assert ox.epochs_to_mark(r, 80) == 3 and ox.epochs_to_mark(r, 50) == 1
+    assert ox.epochs_to_mark(r, 90) == 4
+
+
+def test_log2_ratio_and_slope():
+    assert ox.log2_ratio(8, 2) == pytest.approx(2) and ox.log2_ratio(0, 0) == 0
+    assert ox.log2_ratio(3, 0) == ox.verdicts.LOG2_RATIO_CAP and ox.log2_ratio(0, 3) == -ox.verdicts.LOG2_RATIO_CAP
+    assert ox.slope([0, 10, 20], [1, 2, 3], per=100) == pytest.approx(10)
+
+
+def test_vs_source_reports_the_spread_only_at_paper():
+    t = pd.DataFrame({"test_acc_mean": [80.0, 75.0, 70.0], "source_test_acc_mean": [79.9, 79.0, np.nan],
+                      "source_test_acc_se": [0.2, 0.5, np.nan]})
+    quick = ox.vs_source(t, "test_acc_mean", "source_test_acc_mean", "quick")
+    assert quick["test_acc_mean_minus_source"].iloc[0] == pytest.approx(0.1)
+    assert "test_acc_mean_within_source_se" not in quick
+    paper = ox.vs_source(t, "test_acc_mean", "source_test_acc_mean", "paper")
+    assert list(paper["test_acc_mean_within_source_se"].iloc[:2]) == [True, False]
+    assert pd.isna(paper["test_acc_mean_within_source_se"].iloc[2])
+
+
+def test_grid_range_difference_over_seeds_and_by_bootstrap():
+    base = [[_run(0.9), _run(0.88)], [_run(0.3), _run(0.35)]]     # range ~ 0.55 per seed
+    orth = [[_run(0.9), _run(0.89)], [_run(0.8), _run(0.78)]]     # range ~ 0.1
+    ev = ox.grid_range_difference(base, orth)
+    assert "paired t" in ev.method and ev.estimate == pytest.approx(100 * (0.565 - 0.105))
+    rng = np.random.default_rng(0)
+    hits = {p: rng.random(2000) < p for p in (0.9, 0.3, 0.8)}
+    one = ox.grid_range_difference([[_run(0.9, hits[0.9])], [_run(0.3, hits[0.3])]],
+                                   [[_run(0.9, hits[0.9])], [_run(0.8, hits[0.8])]])
+    assert "bootstrap" in one.method and one.verdict == "PASS"
+    assert one.estimate == pytest.approx(100 * (hits[0.8].mean() - hits[0.3].mean()))
+
+
+def test_centre_shift_is_about_one_for_noise_and_grows_with_a_shift():
+    rng = np.random.default_rng(1)
+    noise = rng.normal(0, 0.05, size=(400, 32))
+    assert 0.85 < ox.centre_shift(noise) < 1.15
+    shifted = noise + np.linspace(-0.05, 0.05, 400)[:, None]
+    assert ox.centre_shift(shifted) > 3
+    with pytest.raises(ValueError, match="filters"):
+        ox.centre_shift(np.zeros(5))
+
+
+def test_batch_norm_models_cannot_show_exact_zero_gradients():
+    assert ox.has_batch_norm("resnet8") and ox.has_batch_norm("basic_cnn")
+    assert not ox.has_batch_norm("mlp")

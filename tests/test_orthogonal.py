@@ -198,3 +198,126 @@ def test_lars_step_matches_hand_computation():
     torch.testing.assert_close(b.detach(), torch.tensor([0.0]))  # excluded: plain momentum SGD
     with pytest.raises(ValueError):
         orth.LARS([w], lr=-1)
+
+
+# ----------------------------------------------------------------------------- null space
+def _ce_classifier(C=10, d=64, B=256, seed=8, dtype=torch.float64):
+    """A random linear classifier, its cross-entropy weight gradient by autograd, and the
+    closed form (softmax(Z) - onehot(y))^T H / B of the same gradient."""
+    g = _gen(seed)
+    H = torch.randn(B, d, generator=g, dtype=dtype)
+    W = torch.nn.Parameter(0.1 * torch.randn(C, d, generator=g, dtype=dtype))
+    b = torch.nn.Parameter(torch.randn(C, generator=g, dtype=dtype))
+    y = torch.randint(0, C, (B,), generator=g)
+    torch.nn.functional.cross_entropy(H @ W.T + b, y).backward()
+    R = torch.softmax(H @ W.detach().T + b.detach(), 1) - torch.nn.functional.one_hot(y, C)
+    return W.grad, R.T @ H / B
+
+
+def _previous_svd_polar(M):
+    """The behaviour before the null rule existed: thin SVD of the tall side, U @ Vh."""
+    if M.shape[-2] < M.shape[-1]:
+        return _previous_svd_polar(M.mT).mT
+    U, _, Vh = torch.linalg.svd(M, full_matrices=False)
+    return U @ Vh
+
+
+def _centred(O):
+    return O - O.mean(-2, keepdim=True)
+
+
+def test_ce_classifier_gradient_has_rows_summing_to_zero_and_rank_at_most_c_minus_1():
+    G, closed = _ce_classifier()
+    torch.testing.assert_close(G, closed, atol=1e-14, rtol=0)     # the closed form
+    assert G.sum(0).abs().max() < 1e-15                           # 1^T G = 0 (softmax rows)
+    assert torch.linalg.matrix_rank(G) == G.shape[0] - 1
+    S = torch.linalg.svdvals(G)
+    assert S[-1] / S[0] < 1e-14 < orth.null_tolerance(G)
+
+
+def test_complete_has_unit_singular_values_and_is_the_sources_call():
+    G, _ = _ce_classifier()
+    O = orth.svd_polar(G, "complete")
+    torch.testing.assert_close(torch.linalg.svdvals(O), torch.ones(10, dtype=G.dtype))
+    U, _, Vh = torch.linalg.svd(G, full_matrices=False)           # orth_optim's call, as laid out
+    assert torch.equal(O, U @ Vh)
+    N = O - orth.svd_polar(G, "drop")                             # the completed direction:
+    torch.testing.assert_close(N, N.mean(0, keepdim=True).expand_as(N))   # one common row
+    torch.testing.assert_close(N.norm(), torch.tensor(1.0, dtype=G.dtype))  # of unit size
+    torch.testing.assert_close(G @ N[0], torch.zeros(10, dtype=G.dtype), atol=1e-14, rtol=0)
+
+
+def test_drop_is_the_limit_of_newton_schulz_on_a_rank_deficient_matrix():
+    """Cubic Newton-Schulz ``X <- 1.5 X - 0.5 X X^T X`` maps 0 to 0 and every other singular
+    value of the spectrally normalised matrix to 1; the float null value (~1e-16 relative)
+    grows only x1.5 per step, so after 40 steps it is ~1e-9 while the others have converged.
+    (Run for ~90 steps it would reach 1: an unbounded iteration completes from rounding noise.)"""
+    G, _ = _ce_classifier()
+    X = G / torch.linalg.matrix_norm(G, 2)                        # spectral norm 1
+    for _ in range(40):
+        X = 1.5 * X - 0.5 * X @ X.T @ X
+    drop = orth.svd_polar(G, "drop")
+    torch.testing.assert_close(drop, X, atol=1e-8, rtol=0)
+    s = torch.linalg.svdvals(drop)
+    torch.testing.assert_close(s, torch.tensor([1.0] * 9 + [0.0], dtype=G.dtype), atol=1e-12,
+                               rtol=0)
+    ns = orth.newton_schulz(G)                                    # Muon's quintic: no null part
+    assert ns.sum(0).norm() / ns.norm() < 1e-12
+    assert torch.equal(orth.orthogonalise(G, "svd", null="drop"), drop)
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_on_full_rank_matrices_both_rules_are_u_vt_and_the_previous_behaviour(shape):
+    G = torch.randn(shape, generator=_gen(9)).flatten(1)
+    U, _, Vh = torch.linalg.svd(G.double(), full_matrices=False)
+    for null in orth.NULL_RULES:
+        torch.testing.assert_close(orth.svd_polar(G, null), (U @ Vh).float(), atol=2e-5, rtol=0)
+    assert torch.equal(orth.svd_polar(G), _previous_svd_polar(G))  # default: bit for bit
+
+
+def test_default_changes_only_the_completed_direction_of_the_previous_behaviour():
+    G, _ = _ce_classifier()
+    new, old = orth.orthogonalise(G), _previous_svd_polar(G)
+    torch.testing.assert_close(_centred(new), _centred(old), atol=1e-12, rtol=0)
+    assert (new - old).abs().max() > 1e-3      # the arbitrary direction: another completion
+
+
+def test_batched_complete_recomputes_only_deficient_matrices_alone():
+    G, _ = _ce_classifier(d=64)
+    F = torch.randn(10, 64, generator=_gen(10), dtype=torch.float64)
+    Z = torch.zeros(10, 64, dtype=torch.float64)
+    out = orth.svd_polar(torch.stack([G, F, Z]), "complete")
+    for M, O in zip((G, F, Z), out):
+        U, _, Vh = torch.linalg.svd(M, full_matrices=False)
+        assert torch.equal(O, U @ Vh) if M is not F else torch.equal(O, _previous_svd_polar(M))
+    assert torch.equal(orth.svd_polar(Z, "drop"), Z)                # nothing to keep
+
+
+def test_wrapper_drops_the_classifiers_null_direction():
+    G, _ = _ce_classifier(dtype=torch.float32)
+    W = torch.nn.Parameter(torch.zeros_like(G))
+    wrapper = orth.GradientTransform(torch.optim.SGD([W], lr=1.0), [W], null="drop")
+    W.grad = G.clone()
+    wrapper.transform_grads()
+    assert W.grad.sum(0).norm() < 1e-5 and "null='drop'" in repr(wrapper)
+    W.grad = G.clone()
+    orth.GradientTransform(torch.optim.SGD([W], lr=1.0), [W]).transform_grads()
+    torch.testing.assert_close(W.grad.sum(0).norm(), torch.tensor(10 ** 0.5), atol=1e-4, rtol=0)
+
+
+def test_null_rule_is_resolved_into_the_config_and_checked():
+    assert orth.GradTransform("orth").null == "complete"              # the source's
+    assert orth.GradTransform("orth") == orth.GradTransform("orth", null="complete")
+    assert orth.GradTransform("orth", method="newton_schulz").null == "drop"
+    assert orth.GradTransform("orth", null="drop").key()["null"] == "drop"
+    assert orth.GradTransform("norm").null is None
+    with pytest.raises(ValueError, match="cannot complete"):
+        orth.GradTransform("orth", method="newton_schulz", null="complete")
+    with pytest.raises(ValueError, match="null-space rule"):
+        orth.GradTransform("orth", null="zero")
+    with pytest.raises(ValueError, match="transform 'orth' only"):
+        orth.GradTransform("norm", null="drop")
+    with pytest.raises(ValueError, match="null_rtol"):
+        orth.GradTransform("orth", null_rtol=2.0)
+    with pytest.raises(ValueError, match="null-space rule"):
+        orth.svd_polar(torch.eye(3), "zero")

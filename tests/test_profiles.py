@@ -48,22 +48,37 @@ def test_smoke_section_runs_are_the_fixed_configs():
     common = dict(dataset="fashion_mnist", synthetic=True, n_train=512, n_val=128, n_test=128,
                   augment=False, model="basic_cnn", width=0.5, batch_size=64, epochs=6,
                   schedule="multistep", milestones=(3, 5), lr_decay=0.1)
-    expected = [RunConfig(**common, optimizer="sgdm", lr=0.05, momentum=0.85, wd=1e-3),
-                RunConfig(**common, optimizer="adam", lr=1e-3, betas=(0.9, 0.99), wd=1e-4)]
+    expected = [cfg for seed in (0, 1) for cfg in (
+        RunConfig(**common, optimizer="sgdm", lr=0.05, momentum=0.85, wd=1e-3, seed=seed),
+        RunConfig(**common, optimizer="adam", lr=1e-3, betas=(0.9, 0.99), wd=1e-4, seed=seed))]
     s = chapter_settings("04", "smoke")
     configs, callbacks = ch04.CHAPTER.runs(s, "fig3.7")
     assert configs == expected and [c.key() for c in configs] == [e.key() for e in expected]
-    assert callbacks == [CALLBACKS, CALLBACKS]
+    assert callbacks == [CALLBACKS] * 4
     assert list(directedness_configs(s)) == list(ch04.RUNS) == ["sgdm", "adam"]
-    assert list(directedness_configs(s).values()) == configs
+    assert ch04.run_keys(s) == [("sgdm", 0), ("adam", 0), ("sgdm", 1), ("adam", 1)]
+    assert list(directedness_configs(s).values()) == configs[:2]       # seed 0
+    assert list(directedness_configs(s, seed=1).values()) == configs[2:]
     assert ch04.CHAPTER.all_runs(s) == (configs, callbacks)  # one section: the same runs
     assert chapter("04") is ch04.CHAPTER
+
+
+def test_quick_profile_uses_the_thesis_optimisers_and_several_seeds():
+    s = chapter_settings("04", "quick")
+    paper = chapter_settings("04", "paper")
+    for name in ("sgdm_lr", "sgdm_momentum", "sgdm_wd", "adam_lr", "adam_betas", "adam_wd"):
+        assert getattr(s, name) == getattr(paper, name), name
+    assert s.seeds >= 3 and paper.seeds >= 3
+    steps_per_epoch = -(-s.train_size // s.batch_size)
+    assert [m / s.epochs for m in s.milestones] == [0.5, 0.75]  # the thesis's 100, 150 of 200
+    assert s.window < s.milestones[0] * steps_per_epoch
 
 
 def test_section_runs_follow_the_settings():
     s = chapter_settings("04", "quick", {"window": 7, "epochs": 20, "adam_lr": 2e-3})
     configs, callbacks = ch04.CHAPTER.runs(s, "fig3.7")
-    assert [c.epochs for c in configs] == [20, 20] and configs[1].lr == 2e-3
+    assert [c.epochs for c in configs] == [20] * 2 * s.seeds and configs[1].lr == 2e-3
+    assert [(c.optimizer, c.seed) for c in configs[:3]] == [("sgdm", 0), ("adam", 0), ("sgdm", 1)]
     assert all(cb == {"trajectory": {"window": 7, "per_layer": True}} for cb in callbacks)
     with pytest.raises(ValueError, match="unknown section 'fig3.8'; known: \\['fig3.7'\\]"):
         ch04.CHAPTER.runs(s, "fig3.8")
@@ -105,6 +120,9 @@ def test_settings_are_frozen():
     ({"sgdm_lr": "fast"}, "'sgdm_lr' must be a number"),
     ({"adam_lr": "1e-3"}, "'adam_lr' must be a number"),
     ({"window": 0}, "'window' must be positive"),
+    ({"window": 4}, "'window' must be >= 5"),
+    ({"seeds": 0}, "'seeds' must be positive"),
+    ({"judge_source": "no"}, "'judge_source' must be true or false"),
     # the chapter's own ranges
     ({"batch_size": 0}, "'batch_size' must be positive"),
     ({"width": 0.0}, "'width' must be positive"),

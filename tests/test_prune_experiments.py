@@ -158,8 +158,13 @@ def test_builders_yield_valid_configs(profile):
             assert RunConfig(**cfg.key()) == cfg                         # round-trips as a key
             assert cb["pruned_start"]["pretrained"] == px.pretrain_unit(s, x["role"], x["aug"])
             assert all(0 <= r < 1 for r in cb["pruned_start"]["ratios"].values())
-    n33 = (len(s.f33_ratios) + len(s.f33_aug_ratios)) * (1 + 2 * len(s.f33_metrics))
+    n33 = (len(s.f33_ratios) + len(s.f33_aug_ratios)) * (1 + 2 * len(s.f33_metrics)) + \
+        len(set(s.curve_ratios) - set(s.f33_ratios)) + len(set(s.curve_ratios) - set(s.f33_aug_ratios))
     assert len(plan["fig3.3"]) == n33
+    # the uniform curve of each sweep: its targets and the curve's, each once
+    for aug, swept in (("traditional", s.f33_ratios), ("augmix", s.f33_aug_ratios)):
+        Ps = [x["P"] for x in plan["fig3.3"] if x["aug"] == aug and x["metric"] == px.UNIFORM]
+        assert sorted(Ps) == sorted(set(swept) | set(s.curve_ratios))
     assert len(plan["vgg"]) == 2 * len(s.vgg_ratios)
     assert {x["layer_lr"] for x in plan["fig3.22"]} == {"none", "eq2.13"}
     cfgs, _ = px.all_finetunes(plan)
@@ -211,26 +216,20 @@ def test_lr_extremes_and_shift():
     assert px.largest_lr_shift(tb, 1) == ["d"]
 
 
-def test_gains_and_run_table():
+def test_run_table_keeps_each_runs_test_predictions():
     specs = [dict(section="s", role="densenet", aug="traditional", metric=m, rule=r, P=0.5,
-                  layer_lr="none", epochs=1)
+                  layer_lr="none", epochs=1, cfg=RunConfig(dataset="digits", seed=3))
              for m, r in (("uniform", "uniform"), ("entropy", "direct"), ("norm", "inverse"))]
-    res = [{"final": {"test_acc": a, "train_acc": a}, "diverged": False,
+    res = [{"final": {"test_acc": a, "train_acc": a}, "diverged": d, "wall_time_s": 1.0,
+            "test_correct": None if d else [True, False, True],
             "callbacks": {"pruned_start": {"sparsity": {"params": sp, "channels": sp}}}}
-           for a, sp in ((0.80, 0.5), (0.85, 0.48), (0.70, 0.51))]
+           for a, sp, d in ((0.80, 0.5, False), (0.85, 0.48, False), (0.70, 0.51, True))]
     t = px.run_table(specs, res, remaining_fn=None)
     assert t["over_pruned"].tolist() == [False, False, True]
     assert t["setting"].tolist() == [0, 1, 2]
-    g = px.gains(t, by=["role", "P"]).iloc[0]
-    assert g.best_metric == "entropy" and g.gain == pytest.approx(5.0) and g.n_beat_uniform == 1
-    assert g.uniform_interp == pytest.approx(80.0)          # one uniform point: clamped
-    u2 = dict(specs[0], P=0.3)
-    res2 = {"final": {"test_acc": 0.90, "train_acc": 0.9}, "diverged": False,
-            "callbacks": {"pruned_start": {"sparsity": {"params": 0.3, "channels": 0.3}}}}
-    t2 = px.run_table(specs + [u2], res + [res2], remaining_fn=None)
-    g2 = px.gains(t2, by=["role", "P"]).set_index("P").loc[0.5]
-    # uniform curve (remaining 0.5 -> 80 %, 0.7 -> 90 %) at the best run's remaining 0.52
-    assert g2.uniform_interp == pytest.approx(81.0) and g2.gain_interp == pytest.approx(4.0)
+    assert t["remaining"].tolist() == pytest.approx([0.5, 0.52, 0.49])
+    assert t["test_correct"][0].tolist() == [True, False, True] and t["test_correct"][2] is None
+    assert t["seed"].tolist() == [3, 3, 3] and t["test_acc"][1] == pytest.approx(85.0)
 
 
 def test_transition_layers_and_fig31():

@@ -1,31 +1,55 @@
-"""Chapter 04 (directedness of optimisation trajectories, seed 004 sec. 3.2): settings and runs.
+"""Chapter 04 (directedness of optimisation trajectories, seed 004 sec. 3.2): settings, runs and
+the per-seed quantities its checks judge.
 
-Source: seed 004 sec. 3.2 ("Ch3-SGDM"/"Ch3-Adam" of the digest); quick = the digest's section 6
-reduction on Fashion-MNIST, smoke = the same code on synthetic data in seconds.
+Source: seed 004 sec. 3.2 ("Ch3-SGDM"/"Ch3-Adam" of the digest); quick = a reduction on
+Fashion-MNIST with the thesis's optimiser hyper-parameters and several seeds per optimiser,
+smoke = the same code on synthetic data in seconds.
+
+The thesis shows one run per optimiser. Its comparisons (SGDM vs Adam, a run vs a random walk,
+one fit vs another) are judged here over seeds: each check reduces every seed's run to one
+number (a function below) and passes the numbers to `lalr_core.core.evidence.mean_interval`
+or `paired_difference` (SGDM and Adam paired by seed: same initialisation and batch order). A
+diverged seed gives NaN and is left out of the interval (``seed_notes`` says which).
 """
 
 from __future__ import annotations
 
+import itertools
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
 
 from lalr_core.core.chapter import Chapter, ChapterSettings, Sections, check_names, positive
 from lalr_core.core.config import RunConfig
 from lalr_core.core.data import DATASETS, SYNTHETIC_SIZES, check_dataset_name
+from lalr_core.core.evidence import mean_interval
 from lalr_core.core.models import check_model_name
+from lalr_core.methods import trajectory as tj
 
-RUNS = ("sgdm", "adam")  # the training runs of section "fig3.7", in this order
+RUNS = ("sgdm", "adam")  # the optimisers of section "fig3.7", in this order (every seed)
+
+# Thresholds of the checks (digest sec. 6's pass criteria; the thesis gives none).
+EARLY_STEP = 5      # "psi is initially high": psi at this batch ...
+EARLY_HIGH = 0.8    # ... above this
+START_STEP = 20     # fig 3.12's "at the start": psi(t) from theta_0 at this batch
+SPIKE_GAIN = 0.10   # an lr-drop spike: psi_N rises by more than this fraction within N steps
+RW_MARGIN = 1.5     # "well above the random walk": psi_N / (1/sqrt N) above this
+FAR_ABOVE = 2.0     # fig 3.12 "much greater": final D_t / the fitted random walk's above this
+LAYER_SHARE = 0.5   # "most" weight tensors
 
 
 @dataclass(frozen=True)
 class Settings(ChapterSettings):
     """The settings of notebook 04 at one profile (see ``PROFILES``)."""
 
-    # The two training runs (figs 3.7, 3.12, 3.17-3.19): data, model and schedule.
+    # The training runs (figs 3.7, 3.12, 3.17-3.19): data, model and schedule.
     dataset: str            # a `lalr_core.core.data.DATASETS` name
     synthetic: bool         # in-memory data in the dataset's shapes (smoke)
     n_train: int | None     # training examples; None = the whole train split minus n_val
-    n_val: int              # held out from the train split
+    n_val: int              # held out from the train split (no check reads it)
     n_test: int | None      # test examples; None = the whole test split
     augment: bool           # random crop + horizontal flip
     model: str              # a `lalr_core.core.models` name
@@ -35,6 +59,7 @@ class Settings(ChapterSettings):
     milestones: tuple[int, ...]  # epochs at which the lr is multiplied by lr_decay (>= 1 drop)
     lr_decay: float         # multistep lr factor at each milestone (thesis: 0.1)
     window: int             # N of psi_N (eqs. 3.3-3.5) in steps, the trajectory callback's window
+    seeds: int              # runs per optimiser, seeds 0..seeds-1 (the thesis shows one each)
     # SGDM run (lr per step, L2 weight decay added to the gradient)
     sgdm_lr: float
     sgdm_momentum: float
@@ -52,6 +77,9 @@ class Settings(ChapterSettings):
     mc_count: int
     mc_norm_draws: int
     mc_sum_draws: int
+    # Our numbers beside the source's: True where the setting is the source's (paper), so the
+    # source's number is judged against our seeds' interval; False: the difference only.
+    judge_source: bool
     # Parallel training processes.
     workers: int
 
@@ -61,8 +89,8 @@ class Settings(ChapterSettings):
         check_names(self, "model", check_model_name)
         positive(self, "n_train", "n_test", allow_none=True)
         positive(self, "width", "batch_size", "epochs", "milestones", "lr_decay", "window",
-                 "sgdm_lr", "adam_lr", "sim_steps", "sim_seeds", "mc_count", "mc_norm_draws",
-                 "mc_sum_draws", "workers")
+                 "seeds", "sgdm_lr", "adam_lr", "sim_steps", "sim_seeds", "mc_count",
+                 "mc_norm_draws", "mc_sum_draws", "workers")
         for name in ("n_val", "sgdm_wd", "adam_wd"):
             if getattr(self, name) < 0:
                 raise ValueError(f"setting {name!r} must be >= 0, got {getattr(self, name)!r}")
@@ -76,11 +104,14 @@ class Settings(ChapterSettings):
             value = getattr(self, name)
             if not all(0 <= v < 1 for v in (value if isinstance(value, tuple) else (value,))):
                 raise ValueError(f"setting {name!r} must lie in [0, 1), got {value!r}")
-        before_drop = self.milestones[0] * math.ceil(self.train_size / self.batch_size)
+        before_drop = self.milestones[0] * self.steps_per_epoch
         if self.window >= before_drop:
             raise ValueError(f"setting 'window' must be < the {before_drop} steps before the "
                              f"first lr drop (figs 3.7 and 3.19 compare psi_N there), "
                              f"got {self.window!r}")
+        if self.window < EARLY_STEP:
+            raise ValueError(f"setting 'window' must be >= {EARLY_STEP} (fig 3.7 reads psi at batch "
+                             f"{EARLY_STEP}, before the window fills), got {self.window!r}")
         if self.sim_steps < 200:
             raise ValueError(f"setting 'sim_steps' must be >= 200 (fig 3.15 reads step 200), "
                              f"got {self.sim_steps!r}")
@@ -97,43 +128,57 @@ class Settings(ChapterSettings):
         return SYNTHETIC_SIZES[0] if self.synthetic else \
             DATASETS[self.dataset].train_size - self.n_val
 
+    @property
+    def steps_per_epoch(self) -> int:
+        """Optimiser steps per epoch (the loader keeps the last, smaller batch)."""
+        return math.ceil(self.train_size / self.batch_size)
+
+    def drops(self) -> list[int]:
+        """The last step at each old lr (after ``milestones`` epochs), as figs 3.7/3.19 mark."""
+        return [m * self.steps_per_epoch for m in self.milestones]
+
 
 _MC = dict(mc_norm_draws=5000, mc_sum_draws=200)  # listing C.4's cap and C.2's draws
+# The thesis's optimisers (Ch3-SGDM / Ch3-Adam, figs 3.7 and 3.19 captions).
+_THESIS_OPT = {"sgdm_lr": 0.05, "sgdm_momentum": 0.85, "sgdm_wd": 1e-2,
+               "adam_lr": 0.01, "adam_betas": (0.9, 0.99), "adam_wd": 1e-4}
 
 PROFILES = {
     "smoke": Settings(
         dataset="fashion_mnist", synthetic=True, n_train=512, n_val=128, n_test=128,
         augment=False, model="basic_cnn", width=0.5, batch_size=64, epochs=6,
-        milestones=(3, 5), lr_decay=0.1, window=10,
+        milestones=(3, 5), lr_decay=0.1, window=10, seeds=2,
         sgdm_lr=0.05, sgdm_momentum=0.85, sgdm_wd=1e-3,
         adam_lr=1e-3, adam_betas=(0.9, 0.99), adam_wd=1e-4,
-        sim_steps=300, sim_seeds=3, mc_count=2000, **_MC, workers=1,
+        sim_steps=300, sim_seeds=3, mc_count=2000, **_MC, judge_source=False, workers=1,
     ),
+    # The thesis's optimisers and schedule shape (drops at 1/2 and 3/4 of training), 4 seeds
+    # each; what is cut to fit ~5 min on 2 CPU cores: data (4096 Fashion-MNIST images, no
+    # augmentation), width (0.5), batch (256, not 1024: a step would cost 4x), steps (192, not
+    # 8000) and with them N (16, not 250). No check reads validation data, so none is held out.
     "quick": Settings(
-        dataset="fashion_mnist", synthetic=False, n_train=10_000, n_val=2_000, n_test=2_000,
-        augment=False, model="resnet20", width=0.5, batch_size=256, epochs=15,
-        milestones=(8, 12), lr_decay=0.1, window=50,
-        sgdm_lr=0.05, sgdm_momentum=0.85, sgdm_wd=1e-3,
-        adam_lr=1e-3, adam_betas=(0.9, 0.99), adam_wd=1e-4,
-        sim_steps=1000, sim_seeds=20, mc_count=20_000, **_MC, workers=2,
+        dataset="fashion_mnist", synthetic=False, n_train=4096, n_val=0, n_test=1000,
+        augment=False, model="resnet20", width=0.5, batch_size=256, epochs=12,
+        milestones=(6, 9), lr_decay=0.1, window=16, seeds=4, **_THESIS_OPT,
+        sim_steps=1000, sim_seeds=20, mc_count=20_000, **_MC, judge_source=False, workers=2,
     ),
+    # The thesis's setting; 3 seeds (the thesis shows one run) so that its comparisons have
+    # an interval.
     "paper": Settings(
         dataset="cifar10", synthetic=False, n_train=40_000, n_val=10_000, n_test=None,
         augment=True, model="resnet20", width=1.0, batch_size=1024, epochs=200,
-        milestones=(100, 150), lr_decay=0.1, window=250,
-        sgdm_lr=0.05, sgdm_momentum=0.85, sgdm_wd=1e-2,
-        adam_lr=0.01, adam_betas=(0.9, 0.99), adam_wd=1e-4,
-        sim_steps=1000, sim_seeds=20, mc_count=100_000, **_MC, workers=1,
+        milestones=(100, 150), lr_decay=0.1, window=250, seeds=3, **_THESIS_OPT,
+        sim_steps=1000, sim_seeds=20, mc_count=100_000, **_MC, judge_source=True, workers=1,
     ),
 }
 
 
-def directedness_configs(s: Settings) -> dict[str, RunConfig]:
-    """The SGDM and Adam runs of chapter 04 (name -> config, in the order of ``RUNS``)."""
+def directedness_configs(s: Settings, seed: int = 0) -> dict[str, RunConfig]:
+    """The SGDM and Adam runs of chapter 04 with one seed (name -> config, ``RUNS`` order)."""
     common = dict(dataset=s.dataset, synthetic=s.synthetic, n_train=s.n_train, n_val=s.n_val,
                   n_test=s.n_test, augment=s.augment, model=s.model, width=s.width,
                   batch_size=s.batch_size, epochs=s.epochs, schedule="multistep",
-                  milestones=s.milestones, lr_decay=s.lr_decay)
+                  milestones=s.milestones, lr_decay=s.lr_decay, seed=seed)
     return {
         "sgdm": RunConfig(**common, optimizer="sgdm", lr=s.sgdm_lr, momentum=s.sgdm_momentum,
                           wd=s.sgdm_wd),
@@ -142,13 +187,160 @@ def directedness_configs(s: Settings) -> dict[str, RunConfig]:
     }
 
 
+def run_keys(s: Settings) -> list[tuple[str, int]]:
+    """``(optimiser, seed)`` of every run of section ``"fig3.7"``, in its order (seed-major,
+    so the two runs of a seed are next to each other)."""
+    return [(name, seed) for seed in range(s.seeds) for name in RUNS]
+
+
 def section_runs(s: Settings) -> Sections:
-    """Section ``"fig3.7"``: the runs of ``RUNS`` with the trajectory callback (psi_N over
+    """Section ``"fig3.7"``: the runs of ``run_keys`` with the trajectory callback (psi_N over
     ``window`` steps, per layer too); their results also feed figs 3.12 and 3.17-3.19."""
-    configs = directedness_configs(s)
-    return {"fig3.7": ([configs[name] for name in RUNS],
-                       [{"trajectory": {"window": s.window, "per_layer": True}} for _ in RUNS])}
+    configs = [directedness_configs(s, seed)[name] for name, seed in run_keys(s)]
+    return {"fig3.7": (configs,
+                       [{"trajectory": {"window": s.window, "per_layer": True}} for _ in configs])}
 
 
 CHAPTER = Chapter(id="04", title="Directedness of optimisation trajectories (SGDM vs Adam)",
                   profiles=PROFILES, sections=section_runs)
+
+
+# ------------------------------------------------------------------ seeds and divergence
+def by_optimiser(s: Settings, results: Sequence[dict]) -> dict[str, list[dict]]:
+    """``train_runs``' results (``run_keys`` order) as optimiser -> one result per seed."""
+    out: dict[str, list[dict]] = {name: [] for name in RUNS}
+    for (name, _), res in zip(run_keys(s), results, strict=True):
+        out[name].append(res)
+    return out
+
+
+def seed_notes(runs: dict[str, list[dict]]) -> tuple[dict[str, str], dict[str, str]]:
+    """Why checks are N/A, and which seeds are left out of the intervals.
+
+    Returns:
+        ``(why_na, left_out)``: optimiser -> text. ``why_na`` holds the optimisers whose every
+        seed diverged ("the SGDM run diverged at step 3 (seed 0), at step 2 (seed 1)");
+        ``left_out`` those with some diverged seeds, which the intervals leave out.
+    """
+    why_na, left_out = {}, {}
+    for name, results in runs.items():
+        bad = [(k, r["diverged_step"]) for k, r in enumerate(results) if r["diverged"]]
+        if not bad:
+            continue
+        steps = ", at ".join(f"step {step} (seed {k})" for k, step in bad)
+        if len(bad) == len(results):
+            why_na[name] = f"the {name.upper()} run diverged at {steps}"
+        else:
+            left_out[name] = (f"left out of the interval: the {name.upper()} run diverged at "
+                              f"{steps}")
+    return why_na, left_out
+
+
+def per_seed(results: Sequence[dict], fn: Callable[[dict], float]) -> np.ndarray:
+    """``fn(result)`` for every seed's result, NaN where the run diverged."""
+    return np.array([np.nan if r["diverged"] else float(fn(r)) for r in results])
+
+
+# ------------------------------------------------------- one run's numbers (figs 3.7, 3.19)
+def early_decay_margin(psi_window, drop: int, window: int) -> float:
+    """Fig 3.7's early phase as one number: ``min(psi(5) - 0.8, psi(5) - psi(N),
+    psi(N) - psi_N(drop))``, > 0 when psi starts high and decays before the first lr drop.
+
+    ``psi_window[t - 1]`` is ``psi_N(t)``; for ``t <= N`` it equals ``psi(t)`` (the window is
+    truncated at ``theta_0``). ``drop`` is the last step at the first lr.
+    """
+    psi = np.asarray(psi_window, dtype=np.float64)
+    if not EARLY_STEP <= window < drop <= psi.size:
+        raise ValueError(f"need {EARLY_STEP} <= window < drop <= {psi.size} steps, got "
+                         f"window={window}, drop={drop}")
+    early, full, before = psi[EARLY_STEP - 1], psi[window - 1], psi[drop - 1]
+    return float(min(early - EARLY_HIGH, early - full, full - before))
+
+
+def spike_gains(psi_window, drops: Sequence[int], window: int) -> np.ndarray:
+    """`lalr_core.methods.trajectory.spike_gain` after each lr drop (a fraction per drop)."""
+    return np.array([tj.spike_gain(psi_window, d, window) for d in drops])
+
+
+def spike_rises(psi_window, drops: Sequence[int], window: int) -> np.ndarray:
+    """The absolute rise ``max(psi_N(d+1 .. d+N)) - psi_N(d)`` after each lr drop ``d``."""
+    psi = np.asarray(psi_window, dtype=np.float64)
+    return np.array([psi[d:d + window].max() - psi[d - 1] for d in drops])
+
+
+def layer_spike_share(traj: dict, drops: Sequence[int], window: int) -> tuple[float, int]:
+    """Share of the weight tensors (names ending in ``weight``) whose own ``psi_N`` spikes
+    (``spike_gain`` > ``SPIKE_GAIN``) after every lr drop, and how many tensors there are.
+
+    ``traj`` is a trajectory callback's result with ``per_layer`` (``layer_names``,
+    ``layer_psi_window``, ``(T, layers)``).
+    """
+    pick = [i for i, nm in enumerate(traj["layer_names"]) if nm.endswith("weight")]
+    if not pick:
+        raise ValueError("the trajectory has no per-layer weight tensors (per_layer=False?)")
+    spikes = [(spike_gains(traj["layer_psi_window"][:, i], drops, window) > SPIKE_GAIN).all()
+              for i in pick]
+    return float(np.mean(spikes)), len(pick)
+
+
+def min_rw_ratio(psi_window, window: int) -> float:
+    """``min_t psi_N(t) / E_RW[psi_N(t)]`` over ``t > N`` (digest G9's baseline ``1/sqrt N``)."""
+    psi = np.asarray(psi_window, dtype=np.float64)
+    t = np.arange(1, psi.size + 1)
+    return float(np.min(psi[window:] / tj.rw_expected_psi_window(t, window)[window:]))
+
+
+def phase_means(psi_window, drops: Sequence[int], window: int) -> np.ndarray:
+    """Mean ``psi_N`` in each lr phase: steps ``N+1..d_1``, ``d_1+1..d_2``, ..., ``d_k+1..T``
+    (the first phase starts after the window has filled)."""
+    psi = np.asarray(psi_window, dtype=np.float64)
+    edges = [window, *drops, psi.size]
+    if list(edges) != sorted(edges) or len(set(edges)) != len(edges):
+        raise ValueError(f"need window < drops < {psi.size} steps, got {window}, {list(drops)}")
+    return np.array([psi[a:b].mean() for a, b in itertools.pairwise(edges)])
+
+
+# ------------------------------------------------------------- fits (figs 3.12, 3.17, 3.18)
+def fit_run(ds, dt, n: int) -> dict[str, Any]:
+    """The fits of one run's ``D_s``, ``D_t``: random walk and AR(1) with the balanced gamma
+    (figs 3.12, 3.17; digest G5) and with gamma = 0 (fig 3.18)."""
+    gamma = tj.balanced_gamma(ds, dt)
+    return {"n": n, "gamma": gamma,
+            "rw": tj.fit_rw(ds, dt, n, gamma), "ar": tj.fit_ar(ds, dt, n, gamma),
+            "rw0": tj.fit_rw(ds, dt, n, 0.0), "ar0": tj.fit_ar(ds, dt, n, 0.0)}
+
+
+def scaled_sse(curve, model) -> float:
+    """Eq. 3.15 with gamma = 0 (sum of squared errors) after the least-squares scale of
+    ``model`` to ``curve``: how well the model's *shape* follows the curve."""
+    curve, model = np.asarray(curve, dtype=np.float64), np.asarray(model, dtype=np.float64)
+    if curve.shape != model.shape or not np.dot(model, model) > 0:
+        raise ValueError(f"need equal shapes and a non-zero model, got {curve.shape}, "
+                         f"{model.shape}")
+    scale = np.dot(curve, model) / np.dot(model, model)
+    return float(np.sum((curve - scale * model) ** 2))
+
+
+def shape_log_ratio(dt, fits: dict[str, Any]) -> float:
+    """Fig 3.18 as one number: ``log(SSE of the gamma = 0 random walk / SSE of the fig 3.17
+    AR fit's shape)`` on ``D_t`` (``scaled_sse``); < 0 when the random walk's shape fits
+    better. The gamma = 0 random walk is already least-squares scaled."""
+    return float(np.log(scaled_sse(dt, fits["rw0"]["dt_fit"])
+                        / scaled_sse(dt, fits["ar"]["dt_fit"])))
+
+
+# ------------------------------------------------------------------- ours beside the source
+def versus_source(values, source: float, *, judge: bool) -> str:
+    """Our per-seed ``values`` beside the source's number: the mean and the difference, and
+    with ``judge`` (the source's own setting) whether the source's number lies inside our 95%
+    interval over seeds (``mean_interval``)."""
+    ev = mean_interval(values)
+    if not math.isfinite(ev.estimate):
+        return f"no finite value (source {source:g})"
+    text = f"ours {ev.estimate:.3f} ({ev.n} seeds), source {source:g}: " \
+           f"difference {ev.estimate - source:+.3f}"
+    if judge:
+        inside = ev.low <= source <= ev.high
+        text += (f"; the source's number is {'inside' if inside else 'outside'} our 95% "
+                 f"interval [{ev.low:.3f}, {ev.high:.3f}]")
+    return text

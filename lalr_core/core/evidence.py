@@ -187,7 +187,8 @@ def bootstrap_difference(correct_a, correct_b, *, threshold: float = 0.0,
     correctness: the paired bootstrap over examples (percentile interval, seeded).
 
     Args:
-        correct_a, correct_b: one bool (or 0/1) per test example, same example order.
+        correct_a, correct_b: one score per test example, same example order: a bool or
+            0/1, or a fraction (e.g. one example's mean correctness over several runs).
         threshold, side, scale: as in `paired_difference`.
         resamples: bootstrap resamples.
         seed: of the resampling (the interval is deterministic for a given seed).

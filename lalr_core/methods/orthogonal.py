@@ -10,6 +10,26 @@ Because the gradient is replaced in place before ``step()``:
   momentum buffer);
 * gradient clipping in the training loop acts on the raw gradients (digest G11).
 
+*Rank-deficient gradients.* ``U V^T`` from the thin SVD has ``min(m, n)`` unit singular values
+even when ``G`` has lower rank; the singular vectors of the zero singular values are then
+arbitrary (any orthonormal completion is an SVD), so the LAPACK/cuSOLVER routine decides them.
+This always happens in the classifier under softmax cross-entropy: its gradient
+``(P - Y)^T H / B`` has rows summing to zero (each softmax-minus-one-hot row sums to zero), so its
+rank is at most ``C - 1`` and ``U V^T`` holds one unit-size direction ``(1/sqrt(C)) 1 v^T`` with
+an arbitrary ``v``. ``null="complete"`` keeps that completion, as the source's code does
+(``orth_optim``: ``u, s, vt = torch.linalg.svd(G, full_matrices=False); u @ vt`` on
+``G = grad.flatten(1)`` as laid out, one tensor at a time), and computes it with that same call so
+the arbitrary direction is the source's on the same device and library; ``null="drop"`` is the
+pseudo-polar factor ``U_r V_r^T`` over the singular values above a relative tolerance, which is
+what Newton-Schulz gives: its polynomial maps 0 to 0, and the float "zero" (1e-7 relative in
+float32, 1e-16 in float64) is multiplied by only ``p'(0)`` = 3.44 per quintic step (1.5 per
+cubic step), so 5 steps leave it near zero (an unbounded iteration would lift it to 1 along a
+direction made of rounding noise). Under SGD(M) with coupled weight decay the completed
+direction adds the same value to every logit, so it changes neither the softmax nor any other
+gradient: the trained function is the same in exact arithmetic. Under Adam the per-coordinate
+scaling mixes it into the rest, so there it changes the network (chapter 06,
+``classifier_null``, measures both).
+
 ``orthogonalise(G, method)`` is the pure maths; ``GradientTransform`` wraps any torch optimiser;
 ``LARS`` is the layer-wise adaptive optimiser of the Barlow Twins experiment (fig 5.8).
 The normalised variants of sec. 5.5.3 are the transforms ``norm`` (N-SGDM: divide a tensor's
@@ -33,6 +53,7 @@ from lalr_core.core.config import OPTIMIZERS, MethodConfig
 from lalr_core.core.layers import weight_layers
 
 METHODS = ("svd", "newton_schulz")
+NULL_RULES = ("complete", "drop")  # the null space of a rank-deficient gradient (module docstring)
 TRANSFORMS = ("none", "orth", "norm", "cnorm")
 LAYER_RULES = ("all", "conv")
 # Quintic Newton-Schulz coefficients of Jordan et al. (Muon, 2024): chosen to maximise the
@@ -51,22 +72,96 @@ def _check_matrix_batch(G: torch.Tensor) -> None:
                          f"{getattr(G, 'shape', type(G).__name__)}")
 
 
-def svd_polar(M: torch.Tensor) -> torch.Tensor:
+def null_rule(method: str, null: str | None) -> str:
+    """The null-space rule in force: ``null``, or the method's own when ``None`` (``"complete"``
+    for ``"svd"``, the source's; ``"drop"`` for ``"newton_schulz"``, whose polynomial maps a
+    zero singular value to 0 and so cannot complete).
+
+    Raises:
+        ValueError: unknown ``method`` or ``null``, or ``"complete"`` with Newton-Schulz.
+    """
+    if method not in METHODS:
+        raise ValueError(f"unknown orthogonalisation method {method!r}; choose one of {METHODS}")
+    if null is None:
+        return "complete" if method == "svd" else "drop"
+    if null not in NULL_RULES:
+        raise ValueError(f"unknown null-space rule {null!r}; choose one of {NULL_RULES}")
+    if method == "newton_schulz" and null == "complete":
+        raise ValueError("Newton-Schulz maps a zero singular value to 0: it cannot complete the "
+                         "null space; use method='svd' for null='complete'")
+    return null
+
+
+def _check_rtol(rtol: float | None) -> None:
+    if rtol is not None and (isinstance(rtol, bool) or not isinstance(rtol, (int, float))
+                             or not 0 < rtol < 1):
+        raise ValueError(f"null_rtol must be None or a number in (0, 1), got {rtol!r}")
+
+
+def null_tolerance(M: torch.Tensor, rtol: float | None = None) -> float:
+    """Relative tolerance below which a singular value of ``M`` counts as zero: ``rtol``, or
+    ``max(m, n) * eps(M.dtype)`` (the ``matrix_rank`` convention). The classifier's exact zero
+    comes out of a float32 SVD near ``1e-7 * s_max`` (ResNet-8's 10 x 32: tolerance 3.8e-6);
+    a gradient computed under bf16 autocast needs ``rtol`` near 1e-2."""
+    _check_rtol(rtol)
+    return max(M.shape[-2:]) * torch.finfo(M.dtype).eps if rtol is None else float(rtol)
+
+
+def _svd(M: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Thin SVD; a float32 failure to converge (rank-deficient gradients, the reason the thesis
+    prefers SVD to QR, sec. 5.5.5) is retried in float64."""
+    try:
+        return torch.linalg.svd(M, full_matrices=False)
+    except torch.linalg.LinAlgError:
+        return torch.linalg.svd(M.double(), full_matrices=False)
+
+
+def svd_polar(M: torch.Tensor, null: str = "complete",
+              rtol: float | None = None) -> torch.Tensor:
     """Orthogonal polar factor ``U V^T`` of ``M`` (``[..., m, n]``) by the thin SVD (eq. 5.7).
 
-    Falls back to a float64 SVD of ``M`` when the float32 SVD fails to converge (rank-deficient
-    gradients, the reason the thesis prefers SVD to QR, sec. 5.5.5). Raises
-    ``torch.linalg.LinAlgError`` only when that fails too. A wide matrix is decomposed as its
-    transpose (``polar(M) = polar(M^T)^T``): CPU LAPACK is 2-3x faster on the tall side
-    (measured by `make bench`, ResNet-20's gradients).
+    A wide matrix is decomposed as its transpose (``polar(M) = polar(M^T)^T``): CPU LAPACK is
+    2-3x faster on the tall side (`make bench`; 8x on BasicCNN's weights, one thread). Exact for a
+    full-rank matrix, whose ``U V^T`` is unique. A rank-deficient one (smallest singular value
+    at most `null_tolerance` times the largest) is handled by ``null``:
+
+    * ``"complete"`` (the source's): each such matrix is decomposed again alone, as laid out,
+      by the source's own call ``torch.linalg.svd(M, full_matrices=False)`` and ``U @ Vh``
+      returned, so its arbitrary null directions are the ones ``orth_optim`` gets for the same
+      matrix on the same device, dtype and torch (float64 on CPU: bit-identical,
+      `tests/test_orthogonal.py`). They are a function of ``M``'s rounding: in a float64
+      ResNet-20, classifier gradients 2e-16 apart (the conv layers' SVDs taken on the other
+      side) got completions up to 0.26 apart per entry, so over training no implementation
+      follows the source's direction step by step, only its size and its common-row form.
+    * ``"drop"``: ``U_r V_r^T`` over the singular values above the tolerance (an all-zero
+      matrix gives zeros); unique, so it keeps the fast orientation.
+
+    Args:
+        M: matrices ``[..., m, n]``.
+        null: ``"complete"`` or ``"drop"``.
+        rtol: relative tolerance (`null_tolerance`; None = ``max(m, n) * eps``).
+
+    Raises:
+        ValueError: unknown ``null`` or bad ``rtol``.
+        torch.linalg.LinAlgError: the float32 SVD and its float64 retry both failed.
     """
-    if M.shape[-2] < M.shape[-1]:
-        return svd_polar(M.mT).mT
-    try:
-        U, _, Vh = torch.linalg.svd(M, full_matrices=False)
-    except torch.linalg.LinAlgError:
-        U, _, Vh = torch.linalg.svd(M.double(), full_matrices=False)
-    return (U @ Vh).to(M.dtype)
+    if null not in NULL_RULES:
+        raise ValueError(f"unknown null-space rule {null!r}; choose one of {NULL_RULES}")
+    tol = null_tolerance(M, rtol)
+    wide = M.shape[-2] < M.shape[-1]
+    U, S, Vh = _svd(M.mT if wide else M)                            # (.., large, small) side
+    small = S <= tol * S[..., :1]                                   # (.., k) numerically zero
+    if null == "drop":
+        U = U * (~small).unsqueeze(-2).to(U.dtype)                  # zero the null columns
+    O = U @ Vh
+    O = (O.mT if wide else O).to(M.dtype)
+    if null == "complete" and small.any():
+        O = O.contiguous()                                          # fresh memory: written below
+        flat_M, flat_O = M.reshape(-1, *M.shape[-2:]), O.view(-1, *O.shape[-2:])
+        for i in small.reshape(-1, S.shape[-1]).any(-1).nonzero().flatten().tolist():
+            Ui, _, Vhi = _svd(flat_M[i])                            # the source's call, as laid out
+            flat_O[i] = (Ui @ Vhi).to(M.dtype)
+    return O
 
 
 def ns_singular_value_map(s: torch.Tensor, steps: int = NS_STEPS) -> torch.Tensor:
@@ -104,7 +199,8 @@ def newton_schulz(M: torch.Tensor, steps: int = NS_STEPS) -> torch.Tensor:
 
 
 def orthogonalise(G: torch.Tensor, method: Literal["svd", "newton_schulz"] = "svd",
-                  ns_steps: int = NS_STEPS) -> torch.Tensor:
+                  ns_steps: int = NS_STEPS, null: Literal["complete", "drop"] | None = None,
+                  null_rtol: float | None = None) -> torch.Tensor:
     """Nearest (semi-)orthogonal matrix to a gradient, per layer (seed 004 eqs. 5.5-5.7).
 
     Args:
@@ -115,23 +211,31 @@ def orthogonalise(G: torch.Tensor, method: Literal["svd", "newton_schulz"] = "sv
         method: ``"svd"`` (exact ``U V^T``, the source's method) or ``"newton_schulz"`` (5
             quintic steps; singular values in a band around 1, see `ns_singular_value_map`).
         ns_steps: Newton-Schulz iterations.
+        null: the null space of a rank-deficient ``G`` (module docstring, `svd_polar`):
+            ``"complete"`` (unit singular values there too, directions as the source's SVD
+            call picks them) or ``"drop"`` (``U_r V_r^T``). None = the method's own
+            (`null_rule`): ``"complete"`` for SVD, the source's default, kept as the default
+            because it is what the source's results were trained with; ``"drop"`` for
+            Newton-Schulz.
+        null_rtol: relative tolerance of a zero singular value (`null_tolerance`).
 
     Returns:
         ``O`` with ``G``'s shape and dtype. With more filters than fan-in (e.g. a first conv
         with 32 filters of 1*3*3) the columns, not the rows, are orthonormal.
 
     Raises:
-        ValueError: unknown ``method`` or ``G`` with fewer than 2 dims.
+        ValueError: unknown ``method`` or ``null``, ``null="complete"`` with Newton-Schulz,
+            or ``G`` with fewer than 2 dims.
 
     >>> O = orthogonalise(torch.tensor([[3.0, 0.0], [0.0, 0.5]]))
     >>> torch.allclose(O, torch.eye(2))
     True
     """
-    if method not in METHODS:
-        raise ValueError(f"unknown orthogonalisation method {method!r}; choose one of {METHODS}")
+    null = null_rule(method, null)
+    _check_rtol(null_rtol)
     _check_matrix_batch(G)
     M = G.flatten(1)                                                # (c_out, fan_in)
-    O = svd_polar(M) if method == "svd" else newton_schulz(M, ns_steps)
+    O = svd_polar(M, null, null_rtol) if method == "svd" else newton_schulz(M, ns_steps)
     return O.reshape(G.shape)
 
 
@@ -204,21 +308,25 @@ class GradientTransform:
         transform: one of ``TRANSFORMS``.
         method: ``"svd"`` or ``"newton_schulz"`` (only for ``"orth"``).
         ns_steps: Newton-Schulz iterations.
+        null: ``"complete"`` | ``"drop"`` | None (the method's own), see `orthogonalise`.
+        null_rtol: relative tolerance of a zero singular value (`null_tolerance`).
 
     Raises:
-        ValueError: unknown transform/method, a 1-D (bias, BN) parameter, or a parameter the
-            optimiser does not hold.
+        ValueError: unknown transform/method/null rule, a 1-D (bias, BN) parameter, or a
+            parameter the optimiser does not hold.
     """
 
     def __init__(self, optimizer: torch.optim.Optimizer, params: Iterable[torch.Tensor], *,
-                 transform: str = "orth", method: str = "svd", ns_steps: int = NS_STEPS):
+                 transform: str = "orth", method: str = "svd", ns_steps: int = NS_STEPS,
+                 null: str | None = None, null_rtol: float | None = None):
         if transform not in TRANSFORMS:
             raise ValueError(f"unknown gradient transform {transform!r}; choose one of {TRANSFORMS}")
-        if method not in METHODS:
-            raise ValueError(f"unknown orthogonalisation method {method!r}; choose one of {METHODS}")
+        self.null = null_rule(method, null)
+        _check_rtol(null_rtol)
         if isinstance(ns_steps, bool) or not isinstance(ns_steps, int) or ns_steps < 1:
             raise ValueError(f"ns_steps must be an int >= 1, got {ns_steps!r}")
         self.optimizer, self.transform, self.method, self.ns_steps = optimizer, transform, method, ns_steps
+        self.null_rtol = null_rtol
         self.params = list(params)
         held = {id(p) for g in optimizer.param_groups for p in g["params"]}
         for p in self.params:
@@ -253,7 +361,7 @@ class GradientTransform:
 
     def __repr__(self) -> str:
         return (f"GradientTransform({type(self.optimizer).__name__}, transform={self.transform!r}, "
-                f"method={self.method!r}, tensors={len(self.params)})")
+                f"method={self.method!r}, null={self.null!r}, tensors={len(self.params)})")
 
     # the transform -------------------------------------------------------------------------
     @torch.no_grad()
@@ -278,7 +386,7 @@ class GradientTransform:
         if self.method == "newton_schulz":
             return newton_schulz(G, self.ns_steps)
         try:
-            return svd_polar(G)
+            return svd_polar(G, self.null, self.null_rtol)
         except torch.linalg.LinAlgError:
             return self._per_tensor_fallback(G)
 
@@ -289,7 +397,7 @@ class GradientTransform:
         out = torch.empty_like(G)
         for i, M in enumerate(G):
             try:
-                out[i] = svd_polar(M)
+                out[i] = svd_polar(M, self.null, self.null_rtol)
             except torch.linalg.LinAlgError:
                 self.stats["svd_fallbacks"] += 1
                 if not torch.isfinite(M).all():
@@ -374,6 +482,13 @@ class GradTransform(MethodConfig):
         layers: ``"all"`` conv + linear weights | ``"conv"`` only (table 5.6).
         prefix: only parameters whose name starts with it (``"trunk."``: Barlow Twins' trunk,
             fig 5.8; ``"encoder."``: the VAE's encoder, fig 5.9).
+        null: the null space of a rank-deficient gradient (the classifier's under
+            cross-entropy, module docstring): ``"complete"`` (the source's) | ``"drop"``.
+            None is resolved to the method's own (`null_rule`: ``"complete"`` for SVD, the
+            default because the source's code and results use it; ``"drop"`` for
+            Newton-Schulz), so the cache key names the rule in force. Only for ``"orth"``.
+        null_rtol: relative tolerance of a zero singular value; None = ``max(m, n) * eps``
+            (`null_tolerance`).
     """
 
     name = "grad_transform"
@@ -381,6 +496,8 @@ class GradTransform(MethodConfig):
     method: str = "svd"
     layers: str = "all"
     prefix: str = ""
+    null: str | None = None
+    null_rtol: float | None = None
 
     def __post_init__(self):
         if self.transform not in TRANSFORMS[1:]:
@@ -388,6 +505,13 @@ class GradTransform(MethodConfig):
                              f"choose one of {TRANSFORMS[1:]}")
         if self.method not in METHODS:
             raise ValueError(f"unknown orth method {self.method!r}; choose one of {METHODS}")
+        if self.transform != "orth":
+            if self.null is not None or self.null_rtol is not None:
+                raise ValueError(f"null / null_rtol apply to transform 'orth' only, got "
+                                 f"transform {self.transform!r}")
+        else:
+            object.__setattr__(self, "null", null_rule(self.method, self.null))
+            _check_rtol(self.null_rtol)
         if self.layers not in LAYER_RULES:
             raise ValueError(f"unknown transform layers {self.layers!r}; "
                              f"choose one of {LAYER_RULES}")
@@ -396,7 +520,8 @@ class GradTransform(MethodConfig):
         named = dict(model.named_parameters())
         chosen = select_params(model, self.layers, self.prefix)
         return GradientTransform(optimizer, [named[n] for n in chosen],
-                                 transform=self.transform, method=self.method)
+                                 transform=self.transform, method=self.method, null=self.null,
+                                 null_rtol=self.null_rtol)
 
 
 @OPTIMIZERS.register("lars")

@@ -37,13 +37,16 @@
 # **What this notebook regenerates.** Fig 1.3 (redrawn from our own matrices; figs 1.1–1.2 are
 # schematics), figs 2.1–2.6, and the text-only results T-001-a (powers, with the source's
 # numbers), T-001-b (NegPow2's train accuracy), T-001-c (α rarely reaches [2, 6]) and T-001-d
-# (sampling schemes). Each item states the source's claim and ends with the digest's check
-# (fixed before running); verdicts go to `figures/<profile>/REPORT.md`.
+# (sampling schemes). Each item states the source's claim (its sentence is quoted with the
+# check) and ends with the digest's check (fixed before running); verdicts go to
+# `figures/<profile>/REPORT.md`. A comparison of accuracies between runs is judged on its 95 %
+# interval, paired by seed (`lalr_core.core.evidence`, through `tb.contrast`): PASS or FAIL
+# only when the interval decides, INCONCLUSIVE when it covers the claim's threshold.
 #
 # **Profiles.** `smoke` (default; 256 digits, 2 epochs, seconds); `quick` (the digest's section
 # I.5 reductions: the sklearn digits, 8×8 grey, 1347/450 split; R18m/R34m = CIFAR-style
 # ResNets with 3 stages of [1,1,1] / [2,2,2] basic blocks and 16w/32w/64w channels; 8 epochs;
-# 2 seeds; minutes on 2 CPU cores); `paper` (CIFAR-100, CIFAR ResNet-18/34 at widths
+# 5 seeds, paired across allocations; minutes on 2 CPU cores); `paper` (CIFAR-100, CIFAR ResNet-18/34 at widths
 # {0.25, …, 2.5} and lr₀ {0.025, …, 0.2}, 200 epochs). **At quick scale the numbers are not the
 # source's**: a check tests the qualitative claim on a small problem.
 #
@@ -71,6 +74,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import torch
+from IPython.display import display
 
 from lalr_core.methods import spectral
 from lalr_core.chapters import ch02_tempbalance as tb
@@ -84,7 +88,7 @@ from lalr_core.methods.tempbalance import allocate
 from lalr_core.core.train import initial_model, run_model
 
 S = chapter_settings("02", profile, overrides)   # validated before any compute
-TIE = S.tie   # accuracy differences are multiples of 1/450 (or /n_test); below this = equal
+N_TRAIN = tb.train_examples(S)   # examples behind a train accuracy (its one-seed interval)
 out = FigureWriter("02_tempbalance", profile, "02_tempbalance.ipynb")
 set_style()
 SECTIONS = tb.section_runs(S)   # section -> (run configs, callbacks of each)
@@ -173,20 +177,46 @@ pd.DataFrame(fits).T.round(3)
 # %% [markdown]
 # ## Fig 2.1 · α-weighted learning rates (eq. 2.13) vs one global rate
 #
-# *Source:* "On ResNet34, test time improvements (blue) are more prominent (especially at
-# initial learning rate of 0.2) while suffering minimal training accuracy loss compared to
+# *Source (caption):* "On ResNet34, test time improvements (blue) are more prominent (especially
+# at initial learning rate of 0.2) while suffering minimal training accuracy loss compared to
 # ResNet18, especially at 25%-width." Bars: accuracy(eq. 2.13) − accuracy(baseline), test and
-# train, per width, panels per lr₀ and model. Quick: R18m/R34m on digits, widths {0.5, 1}, lr₀
-# {0.05, 0.2}, 8 epochs, the mean of paired seeds (error bars: SE of the paired differences; with
-# 450 test images one image is 0.22 points, so differences of a point or two are within noise).
-# *Check (digest E-2.1):* at lr₀ 0.2, averaged
-# over widths, Δtest(R34) > 0, Δtest(R34) > Δtest(R18) and Δtrain(R34) ≥ Δtrain(R18), with the
-# strongest R34 effect at the smallest width.
+# train, per width, panels per lr₀ and model; error bars: 95 % intervals of the mean paired
+# difference (paired t over seeds; with one seed, a paired bootstrap over the test images for
+# test and a normal interval for train).
+#
+# *Which parameters follow which α (our choices; both are the authors' code).* A BN layer
+# follows the lr of the conv *named* like it (`bn2` follows `conv2`), as TempBalance's code does
+# (`batchnorm_type='name'`); a BN inside a shortcut's `nn.Sequential` keeps the global lr. This
+# is `TempBalance(norms="name")`, the default of `lalr_core.methods.tempbalance_callback`;
+# `norms="order"` (this collection's rule before 0.4) tied each BN to the most recent conv,
+# which put the shortcut BNs of a ResNet on the shortcut conv's lr (3 BNs of ResNet-18 at up to
+# 1.5× the lr the authors' code gives them). The α's are fitted on TempBalance's own eigenvalue
+# count (`zeros="keep"`: zero eigenvalues stay in the ESD whose median is x_min); every layer
+# here is full rank, so this is identical to dropping zeros.
+#
+# *Quick setting, and where it deviates from the source.* R18m/R34m on the digits, widths
+# {0.5, 1} (source: 0.25–2.5), lr₀ {0.05, 0.2} (source: six values), 8 epochs (source: 200),
+# and **5 seeds** paired by seed (source: one run per cell, seeds unstated; the digest's E-2.1
+# asked for 1–3). With 450 test images one image is 0.22 points and seed-to-seed differences
+# are a few points, so one or two seeds cannot decide differences of about a point. R34m at
+# lr₀ 0.2 is unstable over 8 epochs (its test accuracy differs by over ten points between
+# seeds at quick), so even 5 seeds leave intervals of several points there; more seeds do not
+# fit the chapter's quick budget (about 4 min on 2 cores). The test set stays the digest's
+# 1347/450 split: the digits have 1797 images, and a larger test split would shrink the
+# training set the digest fixes.
+#
+# *Checks (digest E-2.1, judged on 95 % intervals; a claim of several parts is PASS only when
+# every part is, FAIL when one part fails, `tb.all_of`):* at the largest lr₀, averaged over
+# widths, Δtest(R34m) > 0; Δtest(R34m) > Δtest(R18m) and Δtrain(R34m) > Δtrain(R18m) ("minimal
+# training accuracy loss compared to ResNet18": a smaller loss; the digest's "≥" cannot be
+# shown by an interval); R34m gains test accuracy at the smallest width, more than at every
+# other width ("especially at 25%-width").
 
 # %%
 grid_cfgs, grid_res, grid = runs("fig2.1")
-d21 = tb.deltas(grid, ["model", "width", "lr"])
-out.save_table(d21, "fig2.1", params=S.as_dict(), note="d_test / d_train: eq. 2.13 minus baseline, percentage points, mean over seeds")
+d21 = tb.paired_deltas(grid, ["model", "width", "lr"], n_train=N_TRAIN)
+out.save_table(d21, "fig2.1", params=S.as_dict(), seeds=list(range(S.seeds)),
+               note="d_test / d_train: eq. 2.13 minus baseline, percentage points, mean of the paired seed differences; _low/_high: 95 % interval")
 models, lrs = list(S.models), list(S.lrs)
 fig, axes = plt.subplots(len(models), len(lrs), figsize=(4 * len(lrs), 3.2 * len(models)), squeeze=False,
                          sharey=True, layout="constrained")
@@ -194,90 +224,122 @@ for i, m in enumerate(models):
     for j, lr in enumerate(lrs):
         d = d21[(d21.model == m) & (d21.lr == lr)].sort_values("width")
         x = np.arange(len(d))
-        axes[i, j].bar(x - 0.2, d.d_test, 0.4, yerr=d.d_test_se, color="C0", label="test")
-        axes[i, j].bar(x + 0.2, d.d_train, 0.4, yerr=d.d_train_se, color="C1", label="train")
+        for off, col, colour, label in ((-0.2, "d_test", "C0", "test"), (0.2, "d_train", "C1", "train")):
+            err = np.vstack([d[col] - d[f"{col}_low"], d[f"{col}_high"] - d[col]])
+            axes[i, j].bar(x + off, d[col], 0.4, yerr=np.where(np.isfinite(err), err, np.nan),
+                           capsize=2, color=colour, label=label)
         axes[i, j].axhline(0, color="k", lw=0.8)
         axes[i, j].set_xticks(x, [f"{w:g}" for w in d.width])
         axes[i, j].set_title(f"{m}, lr0 = {lr:g}", fontsize=9)
         axes[i, j].set_xlabel("width fraction")
-axes[0, 0].set_ylabel("Δ accuracy (points)"); axes[0, 0].legend(fontsize=8)
+axes[0, 0].set_ylabel("Δ accuracy (points), 95 % interval"); axes[0, 0].legend(fontsize=8)
 out.savefig(fig, "fig2.1", params=S.as_dict(), seeds=list(range(S.seeds)))
 plt.close(fig)
-top = d21[d21.lr == max(lrs)].groupby("model")[["d_test", "d_train"]].mean()
-r18, r34 = models[0], models[-1]
-strongest = d21[(d21.lr == max(lrs)) & (d21.model == r34)].set_index("width").d_test
+
+Q21 = ("On ResNet34, test time improvements (blue) are more prominent (especially at initial learning rate of 0.2) "
+       "while suffering minimal training accuracy loss compared to ResNet18, especially at 25%-width.")
+lr_top, shallow, deep = max(lrs), models[0], models[-1]
+
+
+def delta(model, widths=S.widths, lr=lr_top):
+    """(eq. 2.13 runs, baseline runs) of one model at lr: Delta = mean(first) - mean(second)."""
+    return tuple([{"model": model, "width": w, "lr": lr, "allocation": a} for w in widths]
+                 for a in ("alpha", "baseline"))
+
+
+top = d21[d21.lr == lr_top].set_index(["model", "width"])[["d_test", "d_train"]].round(2)
+ours21 = {f"{m}/{w:g} [d_test, d_train]": list(v) for (m, w), v in top.iterrows()}
 out.check("fig2.1", "at the largest lr0, Delta test of the deeper ResNet > 0 (mean over widths)",
-          bool(top.loc[r34, "d_test"] > TIE), ours=top.round(2).to_dict())
-out.check("fig2.1", "at the largest lr0, Delta test(deeper) > Delta test(shallower) and Delta train(deeper) >= Delta train(shallower)",
-          bool(top.loc[r34, "d_test"] > top.loc[r18, "d_test"] + TIE
-               and top.loc[r34, "d_train"] >= top.loc[r18, "d_train"] - TIE),
-          ours=top.round(2).to_dict())
+          tb.contrast(grid, "test_acc", *delta(deep)), ours=ours21, quote=Q21)
+ev, detail = tb.all_of({
+    "Delta test(deeper) - Delta test(shallower)": tb.delta_gap(grid, "test_acc", delta(deep), delta(shallow)),
+    "Delta train(deeper) - Delta train(shallower)": tb.delta_gap(grid, "train_acc", delta(deep), delta(shallow),
+                                                                 n_train=N_TRAIN)})
+out.check("fig2.1", "at the largest lr0, Delta test(deeper) > Delta test(shallower) and Delta train(deeper) > "
+          "Delta train(shallower) (means over widths)", ev, detail=detail, ours=ours21, quote=Q21)
+w0 = min(S.widths)
+parts = {f"Delta test(deeper), width {w0:g}": tb.contrast(grid, "test_acc", *delta(deep, [w0]))}
+parts.update({f"that minus Delta test(deeper) at width {w:g}": tb.delta_gap(grid, "test_acc", delta(deep, [w0]), delta(deep, [w]))
+              for w in S.widths if w != w0})
+ev, detail = tb.all_of(parts)
 out.check("fig2.1", "the deeper ResNet gains test accuracy at the smallest width, and most there",
-          bool(strongest.idxmax() == strongest.index.min() and strongest.max() > TIE),
-          ours=strongest.round(2).to_dict())
+          ev if len(S.widths) > 1 else None, ours=ours21, quote=Q21,
+          detail=detail if len(S.widths) > 1 else "one width in this profile: 'most there' cannot be compared")
 d21.round(2)
 
 # %% [markdown]
 # ## Fig 2.2 · CKA between every pair of modules, baseline vs α allocation
 #
-# *Source:* ResNet34 (50 % width, lr₀ 0.2): the baseline "shows high similarities between
+# *Source:* ResNet34 (50 % width, lr₀ 0.2): "The baseline plot shows high similarities between
 # adjacent layers throughout the model while more differences arise between the shallower and
-# deeper layers with the learning rate allocations". The axes are the 109 modules of ResNet34
+# deeper layers with the learning rate allocations." The axes are the 109 modules of ResNet34
 # (`named_modules()`, root excluded; R34m has 3 + 3 + 6·6 + 2·2 = 46, tested in
 # `tests/test_cifar_models.py`). Linear CKA (eqs. 2.14–2.15 with a linear kernel; the source
 # does not name its kernel) on the whole test set, not on "a random batch each time" (the
 # source's stated limitation; digest A-12; paper: a fixed subset of 2000 test images, since the
-# n×n Grams of 109 modules on all 10k would need ~90 GB); the spread over random batches of 128
-# is reported.
-# *Checks:* baseline mean CKA of adjacent modules > 0.8; mean CKA between the first and the last
-# third of the modules is lower with the allocation than without.
+# n×n Grams of 109 modules on all 10k would need ~90 GB). Shown: seed 0 (width 1 at quick, the
+# digest's E-2.2; the source: 50 %). The spread over random batches of 128 is reported.
+# *Checks (digest E-2.2), over the seeds' whole-test-set CKA (t interval; with one seed, over
+# the random batches, which leaves seed noise out):* baseline mean CKA of adjacent modules
+# > 0.8 (the digest's reading of "high"); the mean CKA between the first and the last third of
+# the modules is lower with the allocation than without, paired by seed.
 
 # %%
 data = load_data(S.dataset, n_train=S.n_train, n_test=S.cka_samples)
 Xtest = data.X_test
-cka_runs = {tb.allocation_of(c): (c, r) for c, r in zip(grid_cfgs, grid_res)
-            if (c.model, c.width, c.lr, c.seed) == (S.cka_model, S.cka_width, S.cka_lr, 0)}
-cka, batch_sd = {}, {}
 gen = torch.Generator().manual_seed(S.cka_batch_seed)
-for alloc, (c, r) in sorted(cka_runs.items()):
+batches = [torch.randperm(len(Xtest), generator=gen)[:S.cka_batch_size] for _ in range(S.cka_batches)]
+cka, batch_sd, cka_rows = {}, {}, []   # seed 0's matrices; per seed (and seed 0's batches): summaries
+for c, r in zip(grid_cfgs, grid_res):
+    if (c.model, c.width, c.lr) != (S.cka_model, S.cka_width, S.cka_lr):
+        continue
+    alloc = tb.allocation_of(c)
     model = run_model(c)
     model.load_state_dict(r["callbacks"]["weights"])
-    cka[alloc] = cka_matrix(collect_activations(model, Xtest))
-    batches = []
-    for _ in range(S.cka_batches):
-        idx = torch.randperm(len(Xtest), generator=gen)[:S.cka_batch_size]
-        batches.append(cka_matrix(collect_activations(model, Xtest[idx])).to_numpy())
-    batch_sd[alloc] = float(np.nanmean(np.nanstd(np.stack(batches), axis=0)))
+    matrix = cka_matrix(collect_activations(model, Xtest))
+    cka_rows.append({"allocation": alloc, "unit": "seed", "id": c.seed, **tb.cka_contrast(matrix)})
+    if c.seed == 0:
+        cka[alloc] = matrix
+        per_batch = [cka_matrix(collect_activations(model, Xtest[idx])) for idx in batches]  # same images for both
+        cka_rows += [{"allocation": alloc, "unit": "batch", "id": b, **tb.cka_contrast(mb)} for b, mb in enumerate(per_batch)]
+        batch_sd[alloc] = float(np.nanmean(np.nanstd(np.stack([mb.to_numpy() for mb in per_batch]), axis=0)))
+cka_rows = pd.DataFrame(cka_rows)
 fig, axes = plt.subplots(1, 2, figsize=(11, 5))
 for ax, alloc in zip(axes, ("baseline", "alpha")):
     im = ax.imshow(cka[alloc].to_numpy(), vmin=0, vmax=1, cmap="magma", origin="lower")
-    ax.set_title(f"{S.cka_model} {alloc} ({len(cka[alloc])} modules)")
+    ax.set_title(f"{S.cka_model} {alloc}, seed 0 ({len(cka[alloc])} modules)")
     ax.set_xlabel("module index"); ax.set_ylabel("module index")
 fig.colorbar(im, ax=axes, shrink=0.8, label="linear CKA")
-out.savefig(fig, "fig2.2", params=S.as_dict(), seeds=[0])
+out.savefig(fig, "fig2.2", params=S.as_dict(), seeds=sorted(set(cka_rows.id[cka_rows.unit == "seed"])))
 plt.close(fig)
-contrast = {a: tb.cka_contrast(m) for a, m in cka.items()}
-out.check("fig2.2", "baseline: mean CKA of adjacent modules > 0.8", contrast["baseline"]["adjacent"] > 0.8,
-          ours={a: round(v["adjacent"], 3) for a, v in contrast.items()})
+Q22 = ("The baseline plot shows high similarities between adjacent layers throughout the model while more differences "
+       "arise between the shallower and deeper layers with the learning rate allocations.")
+per_seed = cka_rows[cka_rows.unit == "seed"].groupby("allocation")[["adjacent", "first_last"]].mean()
+out.check("fig2.2", "baseline: mean CKA of adjacent modules > 0.8",
+          tb.unit_evidence(cka_rows, "adjacent", "baseline", threshold=0.8, side="greater"),
+          ours=per_seed.adjacent.round(3).to_dict(), quote=Q22)
 out.check("fig2.2", "first-third vs last-third CKA is lower with the alpha allocation than the baseline",
-          contrast["alpha"]["first_last"] < contrast["baseline"]["first_last"],
-          ours={a: round(v["first_last"], 3) for a, v in contrast.items()},
-          detail=f"std over {S.cka_batches} random batches of {S.cka_batch_size}: "
+          tb.unit_evidence(cka_rows, "first_last", "alpha", "baseline", side="less"),
+          ours=per_seed.first_last.round(3).to_dict(), quote=Q22,
+          detail=f"seed 0, std over {S.cka_batches} random batches of {S.cka_batch_size}: "
                  + ", ".join(f"{a} {v:.3f}" for a, v in batch_sd.items()))
-pd.DataFrame(contrast).T.assign(batch_to_batch_sd=pd.Series(batch_sd)).round(3)
-
+per_seed.assign(batch_to_batch_sd=pd.Series(batch_sd)).round(3)
 
 # %% [markdown]
 # ## Fig 2.3 · four maps of α to learning rates
 #
 # *Source:* allocations on ResNet18 and ResNet34 "using weighted probability of α values mapped to
-# identity (orange), square root (green), cube root (red), logarithm base-2 (purple)"; "the
-# square root or logarithmic functions improve test time performance on most models". Left two
-# panels: each map applied to the α's TempBalance fitted after the last epoch of the eq. 2.13 run
-# (width 1, lr₀ 0.2, seed 0; which epoch the source shows is not stated, digest A-13), in units
-# of lr_t. Right: test accuracy of each map minus the baseline (R18m, 8 epochs, mean of seeds;
-# the caption does not say what is compared, A-10). *Checks (E-2.3):* the spread ordering
-# std(id) > std(√) > std(∛); every map keeps the mean lr = lr_t; every α > 1 (log₂ needs it).
+# identity (orange), square root (green), cube root (red), logarithm base-2 (purple)"; "In our
+# experiments, the square root or logarithmic functions improve test time performance on most
+# models." Left two panels: each map applied to the α's TempBalance fitted after the last epoch
+# of the eq. 2.13 run (width 1, lr₀ 0.2, seed 0; which epoch the source shows is not stated,
+# digest A-13), in units of lr_t. Right: test accuracy of each map minus the baseline, 95 %
+# intervals over 5 paired seeds (R18m, 8 epochs; the caption does not say what is compared,
+# A-10). *Checks (E-2.3):* the spread ordering std(id) > std(√) > std(∛); every map keeps the
+# mean lr = lr_t; every α > 1 (log₂ needs it). *Accuracy (the source's sentence, one check per
+# map, paired over seeds):* √ and log₂ each improve test accuracy over the baseline.
+# **Deviation:** the source says "on most models"; we train the maps on one model (R18m, the
+# quick budget), so a PASS supports the claim on that model only.
 
 # %%
 def alpha_vector(model):
@@ -287,7 +349,7 @@ def alpha_vector(model):
 
 colours = {"alpha": "C1", "sqrt": "C2", "cbrt": "C3", "log2": "C4"}
 map_cfgs, map_res, maps = runs("fig2.3")
-d23 = tb.deltas(maps, ["model"])
+d23 = tb.paired_deltas(maps, ["model"], n_train=N_TRAIN)
 fig, axes = plt.subplots(1, 3, figsize=(14, 4))
 spread, means = {}, {}
 for ax, m in zip(axes, S.models):
@@ -300,10 +362,12 @@ for ax, m in zip(axes, S.models):
     ax.axhline(1, color="k", lw=0.5)
     ax.set_title(f"{m}: {len(a)} layers"); ax.set_xlabel("layer (param group)"); ax.set_ylabel("lr / lr_t")
 axes[0].legend(fontsize=8)
-bars = axes[2].bar(d23.allocation, d23.d_test, yerr=d23.d_test_se, color=[colours[a] for a in d23.allocation])
+err = np.vstack([d23.d_test - d23.d_test_low, d23.d_test_high - d23.d_test])
+bars = axes[2].bar(d23.allocation, d23.d_test, yerr=np.where(np.isfinite(err), err, np.nan), capsize=3,
+                   color=[colours[a] for a in d23.allocation])
 axes[2].bar_label(bars, fmt="%+.2f", fontsize=8)
 axes[2].axhline(0, color="k", lw=0.8)
-axes[2].set_title(f"{S.map_model}: test Δ vs baseline"); axes[2].set_ylabel("points")
+axes[2].set_title(f"{S.map_model}: test Δ vs baseline (95 % interval)"); axes[2].set_ylabel("points")
 out.savefig(fig, "fig2.3", params=S.as_dict(), seeds=list(range(S.seeds)))
 plt.close(fig)
 order = all(spread[(m, "alpha")] > spread[(m, "sqrt")] > spread[(m, "cbrt")] for m in S.models)
@@ -313,10 +377,11 @@ out.check("fig2.3", "every map keeps the mean lr equal to lr_t (|mean - 1| < 1e-
           all(abs(v - 1) < 1e-9 for v in means.values()))
 min_alpha = min(float(alpha_vector(m).min()) for m in S.models)
 out.check("fig2.3", "every fitted alpha > 1 (log2 map defined)", min_alpha > 1, ours=round(min_alpha, 3))
-out.check("fig2.3", "sqrt or log2 improves test accuracy over the baseline (ours: one model)",
-          bool((d23.set_index("allocation").loc[["sqrt", "log2"], "d_test"] > TIE).any()),
-          ours=d23.set_index("allocation").d_test.round(2).to_dict(),
-          source="'the square root or logarithmic functions improve test time performance on most models'")
+Q23 = "In our experiments, the square root or logarithmic functions improve test time performance on most models."
+for name in ("sqrt", "log2"):
+    out.check("fig2.3", f"{name} improves test accuracy over the baseline (ours: {S.map_model} only; the source: most models)",
+              tb.contrast(maps, "test_acc", [{"allocation": name}], [{"allocation": "baseline"}]),
+              ours=d23.set_index("allocation").d_test.round(2).to_dict(), quote=Q23)
 d23.round(2)
 
 # %% [markdown]
@@ -353,15 +418,18 @@ pd.DataFrame({"std": sd, "share_below_0.1_lr_t": below}).round(3)
 # %% [markdown]
 # ## Fig 2.5 · softmax (eq. 2.19) and negative powers of two (eqs. 2.20–2.22)
 #
-# *Source:* softmax "does not work as most learning rates are assigned values of 0"; with NegPow2
-# "many parameter groups are not updated ... worse model performance during test time and the
-# model not training to convergence, with 65-70% train accuracies" (T-001-b). Eq. 2.20 is read
-# ascending (A-7). Top: the two schemes on R18m's α's and on a synthetic α vector of ResNet18's
-# size (n = 19 layers, α = 1 + Exp(mean 2)), in layer order and ranked. *Checks (E-2.5):*
-# NegPow2's exact counts (n = 19: 12 groups below 0.1·lr_t, 9 below 0.01·lr_t, the largest at
-# 9.5·lr_t, and the closed form min(n, ⌊log₂(n/c)⌋) on our n); softmax's share of groups below
-# 0.1·lr_t is at least the identity map's; NegPow2's final train accuracy is below the
-# baseline's (R18m, lr₀ 0.05).
+# *Source:* "softmax does not work as most learning rates are assigned values of 0"; with NegPow2
+# "many parameter groups are not updated. This results in worse model performance during test
+# time and the model not training to convergence, with 65-70% train accuracies" (T-001-b). Eq.
+# 2.20 is read ascending (A-7). Top: the two schemes on R18m's α's and on a synthetic α vector of
+# ResNet18's size (n = 19 layers, α = 1 + Exp(mean 2)), in layer order and ranked. *Checks
+# (E-2.5):* NegPow2's exact counts (n = 19: 12 groups below 0.1·lr_t, 9 below 0.01·lr_t, the
+# largest at 9.5·lr_t, and the closed form min(n, ⌊log₂(n/c)⌋) on our n); softmax's share of
+# groups below 0.1·lr_t is at least the identity map's. *Training (R18m, width 1, lr₀ 0.05,
+# 8 epochs, 5 seeds; paired 95 % intervals):* softmax's test accuracy is below the baseline's;
+# NegPow2's train and test accuracies are below the baseline's. The source's 65–70 % (CIFAR-100,
+# 200 epochs) is printed beside our NegPow2 train accuracy with the difference; at quick the
+# task differs, so only the direction is judged.
 
 # %%
 rng = np.random.default_rng(S.syn_seed)
@@ -393,17 +461,30 @@ out.check("fig2.5", "softmax leaves at least as many groups below 0.1 lr_t as th
           ours={f"{l}/{s}": round(v, 3) for (l, s), v in shares.items()},
           detail="softmax's share exceeds 50 % only for exponential-tailed alphas (digest E-2.5)")
 neg_cfgs, neg_res, neg = runs("fig2.5")
-d25 = tb.deltas(neg, ["model"])
 t25 = neg.groupby("allocation")[["train_acc", "test_acc"]].mean()
-out.save_table(t25.reset_index(), "T-001-b", params=S.as_dict(),
-               note="final accuracies (%), mean of seeds; source: NegPow2 65-70 % train accuracy on CIFAR-100")
-out.check("T-001-b", "NegPow2's final train accuracy is below the baseline's",
-          bool(t25.loc["neg_pow2", "train_acc"] < t25.loc["baseline", "train_acc"] - TIE),
-          ours=t25.train_acc.round(2).to_dict(), source="65-70 % train accuracy (CIFAR-100)")
-out.check("fig2.5", "softmax: worse test accuracy than the baseline ('does not work')",
-          bool(t25.loc["softmax", "test_acc"] < t25.loc["baseline", "test_acc"] - TIE),
-          ours=t25.test_acc.round(2).to_dict())
-t25.round(2)
+b25 = tb.beside_source(neg, SOURCE[SOURCE.item == "T-001-b"], judge=S.judge_source, n_train=N_TRAIN)
+out.save_table(b25, "T-001-b", params=S.as_dict(), seeds=list(range(S.seeds)),
+               note="ours: final train accuracy (%), mean of seeds with its 95 % interval; source: NegPow2 65-70 % on CIFAR-100; difference: how far ours lies outside the source's range")
+Q_NEG = ("Similar to the softmax assignment above, because the negative powers of two approach zero very quickly as n "
+         "grows, many parameter groups are not updated. This results in worse model performance during test time and "
+         "the model not training to convergence, with 65-70% train accuracies.")
+
+
+def vs_base(metric, scheme):
+    """Evidence on scheme - baseline (points, paired by seed) for the claim 'below the baseline'."""
+    return tb.contrast(neg, metric, [{"allocation": scheme}], [{"allocation": "baseline"}], side="less", n_train=N_TRAIN)
+
+
+out.check("T-001-b", "NegPow2's final train accuracy is below the baseline's", vs_base("train_acc", "neg_pow2"),
+          ours=t25.train_acc.round(2).to_dict(), source="65-70 % train accuracy (CIFAR-100)", quote=Q_NEG)
+out.check("T-001-b", "NegPow2's final test accuracy is below the baseline's", vs_base("test_acc", "neg_pow2"),
+          ours=t25.test_acc.round(2).to_dict(), quote=Q_NEG)
+out.check("fig2.5", "softmax: worse test accuracy than the baseline ('does not work')", vs_base("test_acc", "softmax"),
+          ours=t25.test_acc.round(2).to_dict(),
+          quote=r"Similar to increasing the power on $\alpha_{i,j}$'s, softmax does not work as most learning rates "
+                "are assigned values of 0, as e^x approaches positive infinity quickly as x grows.")
+display(t25.round(2))
+b25.round(2)
 
 # %% [markdown]
 # ## Fig 2.6 and T-001-c · the distribution of α over layers
@@ -456,62 +537,114 @@ f26.round(3)
 # %% [markdown]
 # ## T-001-a · squared and cubed weighting (eqs. 2.16, 2.17)
 #
-# *Source:* ResNet18 at 25 % width with lr₀ ∈ {0.15, 0.2}: squared weighting "outperforms baseline
-# during test time (70.09 vs. 69.124 and 69.842 vs. 69.57, respectively), but trained to less
-# saturation. Results worsen with cubed average, exhibiting lower test accuracies and more
-# unsaturated train accuracies." Quick: R18m, width 0.5, 8 epochs, mean of seeds; the source's
-# numbers (CIFAR-100, 200 epochs) beside ours. *Check (E-T-a):* α² test ≥ baseline, α³ the worst,
-# α² and α³ lower train accuracy than the baseline.
+# *Source:* "With squared average and larger initial learning rates {0.15, 0.2}, the smallest
+# ResNet model (ResNet18, 25%-width) outperforms baseline during test time (70.09 vs. 69.124 and
+# 69.842 vs. 69.57, respectively), but trained to less saturation. Results worsen with cubed
+# average, exhibiting lower test accuracies and more unsaturated train accuracies." Quick: R18m,
+# width 0.5 (source: ResNet18 at 25 %), 8 epochs (source: 200), 5 seeds. The table puts the
+# source's four numbers (CIFAR-100, one run each) and its two differences α² − baseline (+0.97,
+# +0.27 points) beside ours, with the difference ours − source; at paper it also says whether
+# ours agree within one run's spread (the 95 % prediction interval of one run drawn like ours). *Checks, each at every lr₀ (paired 95 % intervals; a claim is
+# PASS only when it holds at both lr₀, FAIL when it fails at one):* α² has a higher test
+# accuracy than the baseline; α² a lower train accuracy than the baseline ("trained to less
+# saturation"); α³ a lower test accuracy than α² ("worsen ... lower test accuracies", read as
+# worse than squared); α³ a lower train accuracy than α² ("more unsaturated"). The digest's
+# single check ("α³ the worst" of baseline, α, α², α³) is replaced by these four, which follow
+# the source's sentences; plain α is not part of the claim and is no longer trained here.
 
 # %%
 pow_cfgs, pow_res, powers = runs("T-001-a")
-ta = powers.groupby(["lr", "allocation"], sort=False)[["test_acc", "train_acc"]].mean().reset_index()
-src = SOURCE[SOURCE.item == "T-001-a"][["lr", "allocation", "source_value"]].rename(columns={"source_value": "source_test_acc"})
-ta = ta.merge(src, on=["lr", "allocation"], how="left")
-out.save_table(ta, "T-001-a", params=S.as_dict(), note="ours: R18m/digits at quick; source_test_acc: ResNet18 25 % width on CIFAR-100")
-ok = []
-for lr, g in ta.groupby("lr"):
-    g = g.set_index("allocation")
-    ok.append(g.loc["alpha^2", "test_acc"] >= g.loc["baseline", "test_acc"] - TIE
-              and g.loc["alpha^3", "test_acc"] <= g.test_acc.min() + TIE
-              and g.loc["alpha^2", "train_acc"] < g.loc["baseline", "train_acc"] - TIE
-              and g.loc["alpha^3", "train_acc"] < g.loc["baseline", "train_acc"] - TIE)
-out.check("T-001-a", "alpha^2 test >= baseline, alpha^3 worst, alpha^2 and alpha^3 lower train accuracy (every lr0)",
-          all(ok), ours={f"lr {r.lr:g} {r.allocation}": [round(r.test_acc, 2), round(r.train_acc, 2)]
-                         for r in ta.itertuples()},
-          source="70.09 vs 69.124 (lr0 0.15), 69.842 vs 69.57 (lr0 0.2)")
-ta.round(2)
+ta = powers.groupby(["lr", "allocation"], sort=False)[["test_acc", "train_acc"]].mean().round(2)
+src_a = SOURCE[SOURCE.item == "T-001-a"]
+src_pairs = src_a.pivot(index="lr", columns="allocation", values="source_value")
+gaps = [tb.gap_beside_source(tb.contrast(powers, "test_acc", [{"lr": lr, "allocation": "alpha^2"}],
+                                         [{"lr": lr, "allocation": "baseline"}]),
+                             r["alpha^2"] - r["baseline"], judge=S.judge_source,
+                             lr=lr, allocation="alpha^2 - baseline", metric="test_acc")
+        for lr, r in src_pairs.iterrows() if lr in S.powers_lrs]
+bsa = pd.concat([tb.beside_source(powers, src_a, judge=S.judge_source, n_train=N_TRAIN), pd.DataFrame(gaps)],
+                ignore_index=True)
+out.save_table(bsa, "T-001-a", params=S.as_dict(), seeds=list(range(S.seeds)),
+               note="ours: R18m/digits at quick, mean test accuracy (%) over seeds (last rows: alpha^2 minus baseline, paired) with its 95 % interval; source: ResNet18 25 % width on CIFAR-100, one run; difference = ours - source")
+src_delta = {f"lr0 {lr:g}": f"{r['alpha^2']} vs {r['baseline']} ({r['alpha^2'] - r['baseline']:+.3f})" for lr, r in src_pairs.iterrows()}
+Q_POW = ("With squared average and larger initial learning rates {0.15, 0.2}, the smallest ResNet model (ResNet18, "
+         "25%-width) outperforms baseline during test time (70.09 vs. 69.124 and 69.842 vs. 69.57, respectively), but "
+         "trained to less saturation. Results worsen with cubed average, exhibiting lower test accuracies and more "
+         "unsaturated train accuracies.")
+for claim, metric, a, b, side, source in (
+        ("squared weighting: higher test accuracy than the baseline at every lr0", "test_acc", "alpha^2", "baseline", "greater", src_delta),
+        ("squared weighting: lower train accuracy than the baseline at every lr0 (less saturation)", "train_acc", "alpha^2", "baseline", "less", None),
+        ("cubed weighting: lower test accuracy than squared at every lr0", "test_acc", "alpha^3", "alpha^2", "less", None),
+        ("cubed weighting: lower train accuracy than squared at every lr0 (more unsaturated)", "train_acc", "alpha^3", "alpha^2", "less", None)):
+    ev, detail = tb.all_of({f"lr0 {lr:g}": tb.contrast(powers, metric, [{"lr": lr, "allocation": a}], [{"lr": lr, "allocation": b}],
+                                                       side=side, n_train=N_TRAIN) for lr in S.powers_lrs})
+    out.check("T-001-a", claim, ev, detail=detail, quote=Q_POW, source=source,
+              ours={f"lr0 {lr:g} {x}": ta.loc[(lr, x), metric] for lr in S.powers_lrs for x in (a, b)})
+display(ta)
+bsa.round(2)
 
 # %% [markdown]
 # ## T-001-d · sampling-based allocations (eqs. 2.26–2.31)
 #
 # *Source (text only):* "As the test accuracy increases we see a decrease in train accuracy,
 # suggesting the role of regularization with the sampling, whose effects weaken as the network
-# grows deeper" (ResNet101/152 vs ResNet18/34). Gaussians around each α (2.26–2.27, normalised as
-# the text says), one Gaussian around lr_t assigned by α rank (2.28–2.29, softplus-normalised,
-# our choice), and the EMG model (2.30–2.31, the digest's A-9 rule). Quick: R18m vs R34m (the
-# depth trend only), width 0.5, lr₀ 0.1, 8 epochs. *Check (E-T-d):* on the shallower model
-# Δtest > 0 > Δtrain (mean over the three schemes), and the deeper model's mean |Δ| is smaller.
+# grows deeper. This is revealed through lower test accuracy and higher train accuracy on deeper
+# residual networks (ResNet101, ResNet152) than on shallower ones (ResNet18, ResNet34)."
+# Gaussians around each α (2.26–2.27, normalised as the text says), one Gaussian around lr_t
+# assigned by α rank (2.28–2.29, softplus-normalised, our choice), and the EMG model (2.30–2.31,
+# the digest's A-9 rule). **Deviation:** quick compares R18m with R34m (the depth trend only; the
+# source: ResNet18/34 vs ResNet101/152), width 0.5, lr₀ 0.1, 8 epochs, 5 seeds. Δ is a scheme's
+# accuracy minus the baseline's, averaged over the three schemes within a seed; the shallower
+# group is the first half of the models (quick: R18m), the deeper the rest (quick: R34m).
+# *Checks (paired 95 % intervals):* on the shallower model Δtest > 0 > Δtrain (the first
+# sentence); on the deeper model Δtest is lower and Δtrain higher than on the shallower (the
+# second sentence, read as the sampling's effects; this replaces the digest's "smaller mean
+# |Δ|", which a difference of absolute values cannot test without bias).
 
 # %%
 smp_cfgs, smp_res, smp = runs("T-001-d")
-dd = tb.deltas(smp, ["model"])
-out.save_table(dd, "T-001-d", params=S.as_dict(), note="scheme minus baseline, points, mean over seeds")
-per_model = dd.groupby("model")[["d_test", "d_train"]].mean()
-shallow, deep = S.sampling_models[0], S.sampling_models[-1]
-mag = dd.assign(mag=(dd.d_test.abs() + dd.d_train.abs()) / 2).groupby("model").mag.mean()
-out.check("T-001-d", "shallower model: Delta test > 0 > Delta train (mean over the sampling schemes)",
-          bool(per_model.loc[shallow, "d_test"] > TIE and per_model.loc[shallow, "d_train"] < -TIE),
-          ours=per_model.round(2).to_dict())
-out.check("T-001-d", "the deeper model's effects are smaller (mean |Delta|)", bool(mag[deep] < mag[shallow]), ours=mag.round(2).to_dict())
+dd = tb.paired_deltas(smp, ["model"], n_train=N_TRAIN)
+out.save_table(dd, "T-001-d", params=S.as_dict(), seeds=list(range(S.seeds)),
+               note="scheme minus baseline, points, mean of the paired seed differences; _low/_high: 95 % interval")
+half = len(S.sampling_models) // 2
+shallow_models, deep_models = S.sampling_models[:half], S.sampling_models[half:]
+
+
+def sampling_delta(group):
+    """(every sampling scheme's runs, the baselines repeated per scheme) of a group of models."""
+    return ([{"model": m, "allocation": a} for m in group for a in tb.SAMPLING],
+            [{"model": m, "allocation": "baseline"} for m in group for _ in tb.SAMPLING])
+
+
+ours_d = dd.groupby("model")[["d_test", "d_train"]].mean().round(2).to_dict()
+ev, detail = tb.all_of({
+    "Delta test > 0": tb.contrast(smp, "test_acc", *sampling_delta(shallow_models), side="greater"),
+    "Delta train < 0": tb.contrast(smp, "train_acc", *sampling_delta(shallow_models), side="less", n_train=N_TRAIN)})
+out.check("T-001-d", "shallower model: Delta test > 0 > Delta train (mean over the sampling schemes)", ev, detail=detail,
+          ours=ours_d, quote="As the test accuracy increases we see a decrease in train accuracy, suggesting the role of "
+                             "regularization with the sampling, whose effects weaken as the network grows deeper.")
+ev, detail = tb.all_of({
+    "Delta test(deeper) - Delta test(shallower) < 0":
+        tb.delta_gap(smp, "test_acc", sampling_delta(deep_models), sampling_delta(shallow_models), side="less"),
+    "Delta train(deeper) - Delta train(shallower) > 0":
+        tb.delta_gap(smp, "train_acc", sampling_delta(deep_models), sampling_delta(shallow_models), side="greater",
+                     n_train=N_TRAIN)})
+out.check("T-001-d", "the deeper model's effects are smaller: lower Delta test and higher Delta train than the shallower",
+          ev, detail=detail, ours=ours_d,
+          quote="This is revealed through lower test accuracy and higher train accuracy on deeper residual networks "
+                "(ResNet101, ResNet152) than on shallower ones (ResNet18, ResNet34).")
 dd.round(2)
 
 # %% [markdown]
 # ## What held and what did not
 #
-# The verdicts of every check above are collected in `figures/<profile>/REPORT.md`. At quick
-# scale a FAIL says the effect does not show on 8×8 digits with 8 epochs and small ResNets; it is
-# reported, not tuned away. The paper profile runs the source's grid (CIFAR-100, 200 epochs).
+# The verdicts of every check above are collected in `figures/<profile>/REPORT.md`, each with
+# its interval and the source's sentence. At quick scale a FAIL says the effect does not show on
+# 8×8 digits with 8 epochs and small ResNets, and an INCONCLUSIVE that 5 seeds on 450 test
+# images cannot tell; both are reported, not tuned away. The paper profile runs the source's
+# grid (CIFAR-100, 200 epochs, one seed: intervals from the 10k test images).
 
 # %%
-pd.DataFrame(out.checks())[["item_id", "verdict", "claim"]]
+verdicts = pd.DataFrame(out.checks())
+verdicts.assign(interval=[None if i is None else f"{i['estimate']:+.2f} [{i['low']:+.2f}, {i['high']:+.2f}]"
+                          for i in verdicts.interval])[["item_id", "verdict", "claim", "interval"]]

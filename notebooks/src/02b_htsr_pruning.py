@@ -65,6 +65,20 @@
 # sweep (Settings 3/4) at ratios {0.5, 0.85} only (traditional: {0.3, 0.5, 0.7, 0.85}).
 # (ix) The digest's E-3.2 upsamples digits to 16×16×3 (crop pad 2); we use the collection's 8×8
 # grey digits and the reduced zoo built for them (crop pad 1), for every item.
+# (x) Quick settings re-designed for decidable verdicts (issue 12; Settings `curve_ratios`,
+# `f326_ratios`): every uniform curve of figs 3.3 / T-001-e gets uniform-only runs at 12 targets
+# P (0.1 … 0.95), so a metric run is compared with uniform pruning *at its own measured size*
+# (the metric budgets under-prune by their own amounts); fig 3.26 gets a size P = 0.25 whose DNm
+# keeps 61 % of its conv weights, inside the source's 55–65 % range that the digest's grid misses.
+# The digits test set has 450 examples (the digest's data), so no larger test set is possible.
+#
+# **Verdicts.** The chapter runs one seed. An accuracy comparison of runs is judged on the 95 %
+# paired-bootstrap interval over the 450 test examples (`px.versus_uniform`, `px.contrast`,
+# `lalr_core.core.evidence.bootstrap_difference`): PASS or FAIL only when the interval decides,
+# INCONCLUSIVE otherwise. A claim about "the metrics" is judged on the group of metrics and rule
+# the source's sentence names, pooled, never on the best of several runs (picking the best of k
+# runs on the test set inflates its gain; the best run is reported, not judged). Comparisons of
+# budgets, α or entropy curves are not accuracies and stay pass/fail on the numbers.
 
 # %% tags=["parameters"]
 # parameters
@@ -127,7 +141,7 @@ t31 = px.settings_table()
 out.save_table(t31, "table3.1", params=S.as_dict())
 expected = {"traditional": {"direct": 1, "inverse": 2}, "augmix": {"direct": 3, "inverse": 4}}
 out.check("table3.1", "the 2x2 settings table equals {Traditional: {direct: 1, inverse: 2}, AugMix: {direct: 3, inverse: 4}}",
-          px.SETTINGS == expected, ours=px.SETTINGS, source=expected)
+          px.SETTINGS == expected, ours=px.SETTINGS, source=expected, quote=px.QUOTES["table3.1"])
 t31
 
 # %% [markdown]
@@ -153,15 +167,17 @@ axes[0].set_ylabel("pruned fraction"); axes[0].legend(fontsize=7)
 out.savefig(fig, "fig3.1", params=S.as_dict(), seeds=SEEDS)
 show(fig)
 P31 = S.fig31_sparsity
+NO_CLAIM = "the source's text makes no claim on fig 3.1 (caption only); the digest's checks (E-3.1)"
 for role, t in f31.items():
     rho = float(t["erk"].corr(t["size"], method="spearman"))
     out.check("fig3.1", f"ERK pruned fraction increases with layer size, Spearman rho > 0.8 ({role})",
-              rho > 0.8, ours=round(rho, 3))
+              rho > 0.8, ours=round(rho, 3), quote=px.QUOTES["fig3.1"], detail=NO_CLAIM)
     out.check("fig3.1", f"uniform flat at {P31} ({role})", bool(np.allclose(t["uniform"], P31)),
-              ours=sorted(set(t["uniform"].round(6))))
+              ours=sorted(set(t["uniform"].round(6))), quote=px.QUOTES["fig3.1"], detail=NO_CLAIM)
     first_last = [float(t["lamp"].iloc[0]), float(t["lamp"].iloc[-1])]
     out.check("fig3.1", f"LAMP non-uniform and prunes the first/last conv less than uniform ({role})",
-              bool(t["lamp"].std() > 0 and max(first_last) < P31), ours=[round(x, 3) for x in first_last])
+              bool(t["lamp"].std() > 0 and max(first_last) < P31), ours=[round(x, 3) for x in first_last],
+              quote=px.QUOTES["fig3.1"], detail=NO_CLAIM)
 pd.concat(f31, names=["role"]).round(3)
 
 # %% [markdown]
@@ -171,8 +187,12 @@ pd.concat(f31, names=["role"]).round(3)
 # the observed *entropy rebound* phenomenon on DenseNet40, compared to traditional augmentation.
 # Using AugMix also levels the rebound of α on DenseNet40 during training." The aggregation over
 # layers is not stated: we plot the mean over all conv/linear layers (KS x_min), epoch 0 = init.
-# *Checks (E-3.2):* on DNm, mean entropy (AugMix) > (traditional) at ≥ 80 % of the epochs; and we
-# report whether each curve has a rebound (minimum strictly inside the run followed by a ≥ 2 % rise).
+# *Checks (E-3.2):* on DNm, mean entropy (AugMix) > (traditional) at ≥ 80 % of the epochs (the
+# digest's reading of "uniformly"); and, for entropy and for α, AugMix's rebound is smaller than
+# the traditional one's. A rebound is the digest's: the curve's minimum lies strictly inside the
+# run and is followed by a rise of ≥ 2 % of it; its size is that rise. Where the traditional
+# curve has no rebound there is nothing to mitigate, and the check is N/A for that reason.
+# These are curves of one pretraining per augmentation, not accuracies: pass/fail on the numbers.
 
 # %%
 fig, axes = plt.subplots(len(S.fig32_roles), 2, figsize=(10, 3.2 * len(S.fig32_roles)), squeeze=False,
@@ -184,7 +204,7 @@ for i, role in enumerate(S.fig32_roles):
         for aug, style in (("traditional", TRAD), ("augmix", AUG)):
             y = px.layer_means(PRE[(role, aug)]["callbacks"]["spectral"], col)
             curves[(role, aug, col)] = y
-            rebounds[f"{role}/{aug}/{col}"] = px.rebound(y)
+            rebounds[(role, aug, col)] = dict(rebound=px.rebound(y), rise=round(px.rebound_rise(y), 4))
             ax.plot(y.index, y.values, "o-", ms=3, **style)
         ax.set_title(f"{S.models[role]} ({px.SOURCE_MODELS[role]})"); ax.set_xlabel("epoch")
         ax.set_ylabel(r"mean $\alpha$" if col == "alpha" else "mean matrix entropy")
@@ -195,10 +215,18 @@ ent_t, ent_a = curves[("densenet", "traditional", "entropy")], curves[("densenet
 trained = ent_t.index > 0
 frac = float((ent_a[trained] > ent_t[trained]).mean())
 out.check("fig3.2", "DNm: mean matrix entropy with AugMix > traditional at >= 80 % of epochs",
-          frac >= 0.8, ours=round(frac, 3), source="'higher matrix entropy uniformly through time'")
-out.check("fig3.2", "rebound (interior minimum then >= 2 % rise) in each curve; source: AugMix mitigates the entropy and alpha rebound on DenseNet40",
-          None, detail="reported, not a pass/fail check in the digest (E-3.2)", ours=rebounds)
-pd.Series(rebounds, name="rebound").to_frame()
+          frac >= 0.8, ours=round(frac, 3), source="'higher matrix entropy uniformly through time'",
+          quote=px.QUOTES["fig3.2 entropy"], detail="80 % of the epochs: the digest's reading of 'uniformly' (E-3.2)")
+for col in ("entropy", "alpha"):
+    trad, aug = curves[("densenet", "traditional", col)], curves[("densenet", "augmix", col)]
+    less = px.rebound_mitigated(trad, aug)
+    rises = {a: rebounds[("densenet", a, col)]["rise"] for a in px.AUGS}
+    out.check("fig3.2", f"DNm: AugMix's {col} rebound is smaller than traditional augmentation's (rise after the minimum)",
+              less, ours=rises, quote=px.QUOTES[f"fig3.2 {col}"],
+              detail="" if less is not None else
+              f"the traditional DNm {col} curve has no rebound (rise {rises['traditional']:.1%} after its minimum, "
+              "< 2 %, the digest's E-3.2 definition): nothing to mitigate in this setting")
+pd.DataFrame(rebounds).T
 
 # %% [markdown]
 # ## Figs 3.4–3.21 · layer-wise pruning ratios from each metric (budgets only, no finetuning)
@@ -214,7 +242,11 @@ pd.Series(rebounds, name="rebound").to_frame()
 # overlays both rules (direct solid, inverse dotted) with uniform dashed.
 # *Checks (E-3.4…3.21):* direct and inverse profiles are anti-correlated for every metric and P;
 # no budget exceeds its target; DNm: the 2 transition convs have the lowest entropy and the highest
-# norm and spectral norm (ranks among the convs); MBv2m and WRNm: max |z| of entropy across layers < 2.5.
+# norm and spectral norm (ranks among the convs). The direct budget grows with the metric and the
+# inverse one shrinks with it, so these ranks are the budgets' order: lowest entropy = the lowest
+# ratios in Settings 1/3 and the highest in Settings 2/4, as the source says. MBv2m and WRNm: max
+# |z| of entropy across layers < 2.5 (the digest's reading of "not observed"). Budgets and metrics
+# of fixed weights: no run is compared, so these are pass/fail on the numbers.
 
 # %%
 TABLES = px.metric_tables(S)   # (role, aug) -> (10 metrics per conv, conv sizes)
@@ -274,31 +306,36 @@ for (role, aug), (f_dir, f_inv, f_all) in px.GRID_FIGS.items():
     plt.close(fig)
     uni = grid[grid.rule == px.UNIFORM]
     out.check(f_all, f"uniform row flat: every layer at P ({role}, {aug})", bool((uni.ratio == uni.P).all()),
-              ours=sorted(set(uni.ratio)))
+              ours=sorted(set(uni.ratio)), quote=px.QUOTES["uniform row"])
     corr = px.rule_correlations(grid)
     out.check(f_all, f"direct and inverse ratio profiles anti-correlated for every metric and P ({role}, {aug})",
-              bool((corr["corr"].dropna() < 0).all()), ours=round(float(corr["corr"].max()), 3))
+              bool((corr["corr"].dropna() < 0).all()), ours=round(float(corr["corr"].max()), 3),
+              quote=px.QUOTES["table3.1"])
     sizes = pd.Series(table[1], dtype=float)
     worst = max(float((g.set_index("layer")["ratio"] * sizes).sum() / sizes.sum() - g.P.iloc[0])
                 for _, g in grid.groupby(["metric", "rule", "P"]))
     out.check(f_all, f"no budget exceeds its global parameter target ({role}, {aug})", worst <= 1e-9,
-              ours=round(worst, 4))
+              ours=round(worst, 4), quote=px.QUOTES["under-prune"])
     ent = table[0]["entropy"]
     z = px.max_abs_zscore(ent)
     row = dict(role=role, aug=aug, max_abs_z_entropy=z)
     if role == "densenet":
         r = {m: px.ranks_of(table[0][m], TRANS) for m in ("entropy", "norm", "spectral_norm")}
         n = len(ent)
+        s_dir, s_inv = px.setting(aug, "direct"), px.setting(aug, "inverse")
         low = sorted(r["entropy"].values()) == [1, 2]
         out.check(f_all, f"DNm transition convs have the 2 lowest entropies, so direct prunes them least ({aug})",
-                  low, ours=r["entropy"], source="entropy: lower ratios in Settings 1/3")
+                  low, ours=r["entropy"] | {"convs": n}, quote=px.QUOTES["transition"],
+                  source=f"entropy: lower ratios in Setting {s_dir}, higher in Setting {s_inv}")
         for m in ("norm", "spectral_norm"):
             out.check(f_all, f"DNm transition convs have the 2 highest {m} values ({aug})",
-                      sorted(r[m].values()) == [n - 1, n], ours=r[m], source=f"{m}: the inverse of entropy")
+                      sorted(r[m].values()) == [n - 1, n], ours=r[m] | {"convs": n}, quote=px.QUOTES["transition"],
+                      source=f"{m}: the inverse of entropy (higher ratios in Setting {s_dir}, lower in {s_inv})")
         row.update({f"rank_{m}": r[m] for m in r})
     else:
         out.check(f_all, f"no outlier layer: max |z| of entropy across layers < 2.5 ({role}, {aug})", z < 2.5,
-                  ours=round(z, 3), source="no implicit layer differentiation on WRN28 / MobileNetV2")
+                  ours=round(z, 3), source="no implicit layer differentiation on WRN28 / MobileNetV2",
+                  quote=px.QUOTES["no differentiation"], detail="|z| < 2.5: the digest's reading (E-3.10)")
     grid_checks.append(row)
 pd.DataFrame(grid_checks)
 
@@ -315,7 +352,9 @@ TABLES[("densenet", "traditional")][0][list(px.METRICS)].round(3)
 # Built from the budgets above (`px.finetune_plan`): fig 3.3 (DNm, every metric × rule × ratio +
 # uniform, both augmentations), T-001-e (MBv2m, WRNm and DNm, four metrics), VGGm at 11 uniform
 # sizes and at ratio 0.553 with and without TempBalance (figs 3.22–3.25), DNm four settings (fig
-# 3.26). Longest first; cached; a killed notebook resumes here.
+# 3.26). Each uniform curve of fig 3.3 and T-001-e also has uniform-only runs at the targets
+# `curve_ratios` (deviation x), so that every metric run has uniform runs on both sides of its
+# size. Longest first; cached; a killed notebook resumes here.
 
 # %%
 PLAN = px.finetune_plan(S, TABLES)
@@ -342,13 +381,24 @@ def section(name):
 # baseline is less significant." The caption does not say which setting is shown (A-23): we draw all
 # four (Settings 1–4, table 3.1). Shape metrics blue-green, scale red-pink, hybrid grey, uniform
 # ("even") yellow. x = fraction of conv weights the slimmed network keeps (deviation ii).
-# *Checks (E-3.3):* no run over-prunes (achieved sparsity ≤ target); at the highest ratio the best
-# run is a shape metric with the direct rule and beats uniform — for traditional (Settings 1/2,
-# the digest's check) and for AugMix (3/4); and the gain over uniform at the highest ratio is larger
-# with AugMix than with traditional augmentation. The checks compare runs of the same target P, as
-# the digest does; since the budgets under-prune by different amounts (DNm's 6-channel convs lose
-# whole channels only), each verdict also reports the two runs' measured remaining fractions and the
-# gain against the uniform curve interpolated at the best run's remaining fraction (`gain_interp`).
+#
+# *Reading the claim.* "Larger pruning fraction for layers with larger shape metrics" and "smaller
+# pruning fraction for layers with smaller scale metrics" both make the budget grow with the
+# metric: the direct rule, Setting 3 (AugMix) and Setting 1 (traditional). (The source's
+# transition-layer paragraph would favour the *inverse* rule for norm and spectral norm; we judge
+# the sentence as written and show every family × rule in the table below.) "Outperforms the
+# baseline" is read off a plot against parameters remaining, and the budgets under-prune by their
+# own amounts (at P = 0.85 a metric run may keep four times uniform's weights), so a metric run is
+# compared with the uniform curve *at its own measured size* (`px.versus_uniform`: the curve
+# interpolated per test example between the two uniform runs around that size; deviation x).
+#
+# *Checks (E-3.3, restated):* no run over-prunes (achieved sparsity ≤ target); at the sparsest
+# target, the shape metrics' direct budgets (alpha, rand_distance, stable_rank, entropy, pooled)
+# beat uniform at the same size, and so do the scale metrics' (norm, log_norm, spectral_norm,
+# log_spectral_norm) — with AugMix (Setting 3) and with traditional augmentation (Setting 1); and
+# the gain of both families' direct budgets is larger with AugMix than with traditional
+# augmentation. Each family is pooled as the source names it, so no best run is picked (the best
+# single run is reported, not judged); 95 % paired-bootstrap intervals over the test examples.
 
 # %%
 _, _, f33 = section("fig3.3")
@@ -368,51 +418,97 @@ for ax in axes[1]:
 for ax in axes[:, 0]:
     ax.set_ylabel("clean test accuracy (%)")
 axes[0, 1].legend(fontsize=6, ncol=2)
-out.savefig(fig, "fig3.3", params=S.as_dict(), seeds=SEEDS, note="all four settings (A-23); finetuning with traditional augmentation")
+out.savefig(fig, "fig3.3", params=S.as_dict(), seeds=SEEDS,
+            note="all four settings (A-23); finetuning with traditional augmentation; uniform curve with curve_ratios")
 show(fig)
 over = f33[f33.over_pruned]
 within = float(((f33.P - f33.sparsity) <= 0.02).mean())
 out.check("fig3.3", "every run reaches its parameter target or under-prunes (never over-prunes)", over.empty,
-          ours={"over_pruned": len(over), "runs": len(f33), "share within 2 % of target": round(within, 3)})
-g33 = px.gains(f33, by=["aug", "P"])
-Pmax = max(S.f33_ratios)
-top = {aug: g33[(g33.aug == aug) & (g33.P == Pmax)].iloc[0] for aug in S.f33_augs
-       if ((g33.aug == aug) & (g33.P == Pmax)).any()}
-for aug, t in top.items():
-    ok = bool(t.best_metric in px.SHAPE and t.best_rule == "direct" and t.gain > 0)
-    out.check("fig3.3", f"at P = {Pmax} the best {aug} run is a shape metric with the direct rule and beats uniform",
-              ok, ours=f"{t.best_metric}/{t.best_rule}: {t.best_acc:.2f} vs uniform {t.uniform_acc:.2f} ({t.gain:+.2f} pp); "
-                       f"remaining {t.best_remaining:.3f} vs {t.uniform_remaining:.3f}; uniform curve at the same "
-                       f"remaining {t.uniform_interp:.2f} ({t.gain_interp:+.2f} pp)",
-              source="shape-direct wins at high sparsity (E-3.3)")
-if len(top) == 2:
-    out.check("fig3.3", f"the gain over uniform at P = {Pmax} is larger with AugMix than with traditional augmentation",
-              bool(top["augmix"].gain > top["traditional"].gain),
-              ours={a: round(float(t.gain), 2) for a, t in top.items()},
-              source="traditional: 'the improvement from baseline is less significant'")
-g33.round(3)
+          ours={"over_pruned": len(over), "runs": len(f33), "share within 2 % of target": round(within, 3)},
+          quote=px.QUOTES["under-prune"])
+SWEPT = {"traditional": S.f33_ratios, "augmix": S.f33_aug_ratios}
+CURVE33 = {aug: px.uniform_curve(f33, aug=aug) for aug in S.f33_augs}
+FAMILIES = {"shape": px.SHAPE, "scale": px.SCALE}
+POOLED = ("pooled over the family's metrics as the source names them (no best-run pick); paired bootstrap over the "
+          "test examples against the uniform curve interpolated at each run's measured size")
+
+
+def direct_runs(aug, P, names):
+    """The direct-rule runs of ``names`` (those swept) at target P."""
+    return px.runs_of(f33, aug=aug, P=P, rule="direct", metrics=[m for m in names if m in S.f33_metrics])
+
+
+def gain_record(runs, aug, P):
+    """What a fig 3.3 verdict reports beside its interval."""
+    same = px.runs_of(CURVE33[aug], P=P)
+    return {"runs": len(runs), "mean remaining": round(float(runs.remaining.mean()), 3),
+            "uniform at the same P: remaining": round(float(same.remaining.mean()), 3),
+            "gain vs uniform at the same P (sizes differ)": round(float(runs.test_acc.mean() - same.test_acc.mean()), 2),
+            "best single run (not judged)": px.best_run(runs)}
+
+
+for aug in S.f33_augs:
+    P = max(SWEPT[aug])
+    for family, names in FAMILIES.items():
+        runs = direct_runs(aug, P, names)
+        if runs.empty:
+            continue
+        e, clamped = px.versus_uniform(runs, CURVE33[aug])
+        out.check("fig3.3", f"Setting {px.setting(aug, 'direct')} ({aug}): the {family} metrics' direct budgets beat "
+                  f"uniform pruning at the same size, sparsest target P = {P}",
+                  e, ours=gain_record(runs, aug, P) | {"clamped to the curve's end": clamped},
+                  quote=px.QUOTES["fig3.3" if aug == "augmix" else "fig3.3 traditional"], detail=POOLED)
+common = set(SWEPT["traditional"]) & set(SWEPT["augmix"])
+if set(px.AUGS) <= set(S.f33_augs) and common:
+    P = max(common)
+    both = {aug: direct_runs(aug, P, px.SHAPE + px.SCALE) for aug in px.AUGS}
+    e = px.gain_contrast((both["augmix"], CURVE33["augmix"]), (both["traditional"], CURVE33["traditional"]))
+    out.check("fig3.3", f"the shape and scale metrics' direct budgets gain more over uniform (same size) at P = {P} "
+              "with AugMix (Setting 3) than with traditional augmentation (Setting 1)",
+              e, ours={aug: px.versus_uniform(r, CURVE33[aug])[0].text() for aug, r in both.items()},
+              quote=px.QUOTES["fig3.3 traditional"],
+              detail="difference of the two pooled gains, paired bootstrap over the shared test examples")
+g33 = px.gain_table(f33, by=["aug"])
+g33.round(2)
 
 # %% [markdown]
 # ## T-001-e · metric pruning on MobileNetV2 and WRN (text only)
 #
 # *Source:* "On MobileNetV2, most metric-based pruning does not achieve gains similar to those on
-# DenseNet40." "On WRN28, uniform pruning is the most optimal option". A small sweep like fig 3.3
-# (traditional pretraining; entropy, α, norm, spectral norm; both rules) on MBv2m, WRNm and DNm.
-# *Checks (E-T-e):* the gap (best metric run − uniform, mean over the ratios) is smaller on MBv2m
-# and on WRNm than on DNm; on WRNm no metric run beats uniform at any ratio.
+# DenseNet40." "On WRN28, uniform pruning is the most optimal option, suggesting the power
+# architecture of the residual blocks with increased depth and width." "This type of implicit layer
+# differentiation is not observed on WideResNet28 and MobileNetV2, which correlate with smaller
+# performance gains from the baseline uniform pruning in various settings." A small sweep like fig
+# 3.3 (traditional pretraining; entropy, α, norm, spectral norm; both rules) on MBv2m, WRNm and DNm.
+# *Checks (E-T-e, restated):* a model's gain is that of all its metric runs (4 metrics × 2 rules ×
+# the targets, pooled: no best-run pick) over its uniform curve at the same size, as in fig 3.3.
+# MBv2m's and WRNm's gains are smaller than DNm's (difference of gains, paired over the shared test
+# examples); on WRNm, uniform beats the direct (Setting 1) runs and the inverse (Setting 2) runs
+# (each rule pooled; PASS needs both intervals below 0, FAIL if either lies above).
 
 # %%
 _, _, te = section("T-001-e")
-gte = px.gains(te, by=["role", "P"])
-out.save_table(gte, "T-001-e", params=S.as_dict(), note="best metric run minus uniform pruning, test accuracy points, per model and target P")
-gap = gte.groupby("role")["gain"].mean()
-for role in S.te_roles:
-    out.check("T-001-e", f"gap (best metric - uniform) smaller on {role} than on densenet",
-              bool(gap[role] < gap["densenet"]), ours={r: round(float(v), 2) for r, v in gap.items()})
-wrn = gte[gte.role == "wrn"]
-if len(wrn):
-    out.check("T-001-e", "WRNm: uniform pruning is the best option (no metric run beats it at any ratio)",
-              bool((wrn.gain <= 0).all()), ours={float(p): round(float(v), 2) for p, v in zip(wrn.P, wrn.gain)})
+gte = px.gain_table(te, by=["role"])
+out.save_table(gte, "T-001-e", params=S.as_dict(),
+               note="pooled metric family x rule minus the uniform curve at the same size, test accuracy points, "
+                    "95 % paired-bootstrap interval; gain_same_P = against the uniform run of the same target (sizes differ)")
+TE = {role: (px.runs_of(te, role=role, metrics=S.te_metrics), px.uniform_curve(te, role=role))
+      for role in ("densenet", *S.te_roles)}
+te_gain = {role: px.versus_uniform(*pair)[0].text() for role, pair in TE.items()}
+for role, key in (("mobilenet", "mobilenet"), ("wrn", "no differentiation")):
+    if role in S.te_roles:
+        e = px.gain_contrast(TE[role], TE["densenet"], side="less")
+        out.check("T-001-e", f"gap (metric runs - uniform, same size) smaller on {role} than on densenet", e,
+                  ours=te_gain, quote=px.QUOTES[key],
+                  detail="each model's metric runs pooled (metrics x rules x targets); difference of the two gains, "
+                         "paired bootstrap over the shared test examples")
+if "wrn" in S.te_roles:
+    ev = {rule: px.versus_uniform(px.runs_of(te, role="wrn", metrics=S.te_metrics, rule=rule), TE["wrn"][1],
+                                  side="less")[0] for rule in S.rules}
+    out.check("T-001-e", "WRNm: uniform pruning beats the metric budgets of every rule (same size)", px.all_of(list(ev.values())),
+              ours={f"Setting {px.setting('traditional', r)} ({r})": e.text() for r, e in ev.items()},
+              quote=px.QUOTES["wrn"],
+              detail="each rule's runs pooled over metrics and targets; the weaker of the intervals decides")
 gte.round(2)
 
 # %% [markdown]
@@ -425,8 +521,19 @@ gte.round(2)
 # through finetuning". VGGm uniformly pruned at channel ratio 0.553 ("4M" of VGG-19's 20.08M ≈ 20 %
 # of a slimmed net, A-25; ≈45 % of the masked weights by our count), finetuned `f322_epochs` epochs;
 # α = TempBalance's own (median x_min, kernel slices) recorded for both runs.
-# *Check (E-3.22):* at the last epoch, mean α(TB) < mean α(baseline), and α(TB) < α(baseline) for
-# ≥ 3 of the 4 layers with the largest |lr_TB − lr_base| averaged over the epochs (model mean = all conv and linear layers).
+#
+# *TempBalance in figs 3.22–3.26* (`TempBalance("eq2.13", zeros="drop")`): (a) the authors' BN
+# rule, `norms="name"` (the default): a BN follows the conv named like it (DNm's `features.k.bn`
+# follows `features.k.conv`); a BN that is not named so keeps the global lr — every BN of VGGm,
+# whose BNs sit in an `nn.Sequential` (`features.1`, …), as in the authors' code; (b) the α of a
+# pruned layer is fitted to its non-zero eigenvalues only (`zeros="drop"`: the kept channels'
+# spectrum, WeightWatcher's count; the source does not say). Stem and classifier keep the global lr.
+#
+# *Checks (E-3.22, restated):* averaged over the finetuning epochs (after the shared start), the
+# model-mean α (all conv and linear layers) is lower with TB; and so is the α of *each* of the 4
+# layers with the largest |lr_TB − lr_base| averaged over the epochs (the source's "top four
+# figures"; the digest asked 3 of 4 at the last epoch, the source's sentence speaks of all four
+# "through finetuning"). One run each, α not accuracy: pass/fail on the numbers.
 
 # %%
 specs22, res22, t22 = section("fig3.22")
@@ -434,22 +541,25 @@ by_lr = {x["layer_lr"]: r for x, r in zip(specs22, res22)}
 probe = {k: r["callbacks"]["spectral"] for k, r in by_lr.items()}
 shown = px.largest_lr_shift(by_lr["eq2.13"]["callbacks"]["tempbalance"], 4)
 fig, axes = plt.subplots(1, 5, figsize=(16, 3.2), layout="constrained")
-last = {}
 for ax, layer in zip(axes, [*shown, "model mean"]):
     for k, style in (("none", BASE), ("eq2.13", TB)):
         p = probe[k]
         y = px.layer_means(p, "alpha") if layer == "model mean" else p[p.layer == layer].set_index("epoch")["alpha"]
         ax.plot(y.index, y.values, "o-", ms=3, **style)
-        last[(layer, k)] = float(y.iloc[-1])
     ax.set_title(layer, fontsize=9); ax.set_xlabel("finetuning epoch")
 axes[0].set_ylabel(r"$\alpha$"); axes[0].legend(fontsize=7)
-out.savefig(fig, "fig3.22", params=S.as_dict(), seeds=SEEDS, note="uniform channel ratio 0.553 (A-25)")
+out.savefig(fig, "fig3.22", params=S.as_dict(), seeds=SEEDS,
+            note="uniform channel ratio 0.553 (A-25); TempBalance norms='name', zeros='drop'")
 show(fig)
-n_lower = sum(last[(l, "eq2.13")] < last[(l, "none")] for l in shown)
-out.check("fig3.22", "mean alpha(TB) < mean alpha(baseline) at the last epoch, and lower for >= 3 of the 4 largest-lr-shift layers",
-          bool(last[("model mean", "eq2.13")] < last[("model mean", "none")] and n_lower >= 3),
-          ours={"mean_tb": round(last[("model mean", "eq2.13")], 3), "mean_base": round(last[("model mean", "none")], 3),
-                "layers_lower": f"{n_lower}/4"})
+gap_mean = px.alpha_gap(probe["eq2.13"], probe["none"])
+gap_layers = {layer: px.alpha_gap(probe["eq2.13"], probe["none"], layer) for layer in shown}
+out.check("fig3.22", "model-mean alpha(TB) < alpha(baseline) on average over the finetuning epochs",
+          bool(gap_mean.mean() < 0), ours={"mean gap (TB - baseline)": round(float(gap_mean.mean()), 3),
+                                           "per epoch": [round(float(v), 3) for v in gap_mean]},
+          quote=px.QUOTES["fig3.22 mean"])
+out.check("fig3.22", "each of the 4 largest-lr-shift layers has alpha(TB) < alpha(baseline) on average over the finetuning epochs",
+          bool(all(g.mean() < 0 for g in gap_layers.values())),
+          ours={layer: round(float(g.mean()), 3) for layer, g in gap_layers.items()}, quote=px.QUOTES["fig3.22 layers"])
 t22[["layer_lr", "remaining", "test_acc", "train_acc"]].round(3)
 
 # %% [markdown]
@@ -461,7 +571,9 @@ t22[["layer_lr", "remaining", "test_acc", "train_acc"]].round(3)
 # `vgg_epochs` epochs; layers chosen from TempBalance's multipliers at the first finetuning epoch.
 # Fig 3.23 shows the first six sizes, 3.24 the rest.
 # *Check (E-3.23/24):* per size, mean Δα (TB − baseline, last epoch) of the increase layers < that of
-# the decrease layers, in ≥ 7 of 11 sizes (the same fraction at other profiles).
+# the decrease layers, in ≥ 7 of 11 sizes (the same fraction at other profiles). The source's text
+# makes no claim on these figures beyond fig 3.22's; this is the digest's criterion, on α (not an
+# accuracy), so pass/fail on the numbers. TempBalance as in fig 3.22 (`norms="name"`, `zeros="drop"`).
 
 # %%
 specsV, resV, tV = section("vgg")
@@ -496,7 +608,8 @@ n_ok = sum(a < b for a, b in delta.values())
 ok = n_ok / len(delta) >= 7 / 11
 for item in ("fig3.23", "fig3.24"):
     out.check(item, "mean delta-alpha (TB - baseline) of the lr-increase layers < that of the lr-decrease layers in >= 7 of 11 sizes",
-              ok, ours={"sizes_ok": f"{n_ok}/{len(delta)}", **{str(P): [round(a, 3), round(b, 3)] for P, (a, b) in delta.items()}})
+              ok, ours={"sizes_ok": f"{n_ok}/{len(delta)}", **{str(P): [round(a, 3), round(b, 3)] for P, (a, b) in delta.items()}},
+              quote=px.QUOTES["fig3.23"], detail="no claim in the source's text beyond the caption; the digest's criterion (E-3.23/24)")
 pd.DataFrame(delta, index=["mean d-alpha, lr up", "mean d-alpha, lr down"]).T.round(3)
 
 # %% [markdown]
@@ -505,9 +618,16 @@ pd.DataFrame(delta, index=["mean d-alpha, lr up", "mean d-alpha, lr down"]).T.ro
 # *Source:* "On the VGG19 architecture, layerwise learning rate allocation reaches baseline
 # performance in the sparsest and densest settings without underperforming the baseline training
 # accuracy. For models with 10 to 80 percent of parameters remaining, the layerwise learning rate
-# method consistently outperforms the baseline." Final-epoch accuracy (A-26); test solid, train dashed.
-# *Check (E-3.25):* TB ≥ baseline − 0.5 pp at every size, and TB > baseline for a majority of the
-# sizes with 10–80 % of the parameters remaining (measured).
+# method consistently outperforms the baseline." Final-epoch accuracy (A-26); test solid, train
+# dashed. TempBalance as in fig 3.22 (`norms="name"`: every VGGm BN keeps the global lr;
+# `zeros="drop"`).
+# *Checks (E-3.25, restated):* at every size with 10–80 % of the parameters remaining (measured),
+# TB's test accuracy > baseline's ("consistently": each size's interval must lie above 0; FAIL if
+# one lies at or below 0); at the sparsest and the densest size TB ≥ baseline − 0.5 pp (the
+# digest's tolerance for "reaches"). TB and baseline share the pruning masks, so each size is a
+# paired bootstrap over the test examples; the train-accuracy part is reported, not judged (the
+# train accuracy is the last epoch's running mean over augmented batches, with no per-example
+# record).
 
 # %%
 wide = tV.pivot_table(index="P", columns="layer_lr", values=["test_acc", "train_acc", "remaining"])
@@ -516,14 +636,28 @@ for k, style in (("none", BASE), ("eq2.13", TB)):
     ax.plot(wide[("remaining", k)], wide[("test_acc", k)], "o-", **style)
     ax.plot(wide[("remaining", k)], wide[("train_acc", k)], "o--", color=style["color"], alpha=0.6, label=f"{style['label']} (train)")
 ax.set_xlabel("fraction of conv parameters remaining (slimmed network)"); ax.set_ylabel("accuracy (%)"); ax.legend(fontsize=7)
-out.savefig(fig, "fig3.25", params=S.as_dict(), seeds=SEEDS)
+out.savefig(fig, "fig3.25", params=S.as_dict(), seeds=SEEDS, note="TempBalance norms='name', zeros='drop'")
 show(fig)
-diff = wide[("test_acc", "eq2.13")] - wide[("test_acc", "none")]
-rem = wide[("remaining", "none")]
-mid = diff[(rem >= 0.1) & (rem <= 0.8)]
-out.check("fig3.25", "TB >= baseline - 0.5 pp at all sizes and > baseline for the majority of sizes with 10-80 % remaining",
-          bool((diff >= -0.5).all() and (mid > 1e-6).sum() > len(mid) / 2),  # 1e-6: ties are not wins
-          ours={f"{r:.2f}": round(float(v), 2) for r, v in zip(rem, diff)}, source="T-001-f")
+gV = px.lr_gains(tV)
+per_size = {f"{r.remaining:.2f}": f"{r.gain:+.2f} [{r.low:+.2f}, {r.high:+.2f}]" for r in gV.itertuples()}
+mid = gV[(gV.remaining >= 0.1) & (gV.remaining <= 0.8)]["P"].tolist()
+if mid:
+    out.check("fig3.25", "TB > baseline (test accuracy) at every size with 10-80 % of the parameters remaining",
+              px.all_of([px.lr_evidence(tV, [P]) for P in mid]),
+              ours={"sizes": len(mid), "pooled over these sizes": px.lr_evidence(tV, mid).text(), "TB - baseline by remaining": per_size},
+              quote=px.QUOTES["fig3.25 middle"],
+              detail="per size a paired bootstrap over the test examples (same masks, one seed); the weakest size decides")
+else:
+    out.check("fig3.25", "TB > baseline (test accuracy) at every size with 10-80 % of the parameters remaining", None,
+              detail="no size of this setting keeps 10-80 % of the parameters", quote=px.QUOTES["fig3.25 middle"])
+ends = [gV.loc[gV.remaining.idxmin(), "P"], gV.loc[gV.remaining.idxmax(), "P"]]
+train_gap = wide[("train_acc", "eq2.13")] - wide[("train_acc", "none")]
+out.check("fig3.25", "TB >= baseline - 0.5 pp (test accuracy) at the sparsest and at the densest size",
+          px.all_of([px.lr_evidence(tV, [P], threshold=-0.5) for P in ends]),
+          ours={f"P = {P}": px.lr_evidence(tV, [P]).text() for P in ends}
+               | {"train accuracy TB - baseline (not judged)": {f"P = {P}": round(float(train_gap[P]), 2) for P in ends}},
+          quote=px.QUOTES["fig3.25 ends"],
+          detail="tolerance 0.5 pp: the digest's (E-3.25); each end a paired bootstrap, the weaker decides")
 wide.round(2)
 
 # %% [markdown]
@@ -532,10 +666,15 @@ wide.round(2)
 # *Source:* "Comparing the four settings on varying sizes on DenseNet40: uniform pruning and global
 # learning rate (baseline), uniform pruning and layerwise learning rates determined by α, layerwise
 # pruning ratios determined by α and global learning rate (α prune), and *both* … Learning rates are
-# reallocated for the finetuning stage only" and "On DenseNet40, the observable optimal range of
-# fraction of remaining parameters is between 55 to 65 percent". α prune = direct α budgets.
-# *Check (E-3.26):* report the remaining fraction where the TB − global gain is largest (source
-# 55–65 %); the digest makes it a report, not a pass/fail.
+# reallocated for the finetuning stage only" and (section 3.3, layer-wise lrs with uniform
+# pruning) "On DenseNet40, the observable optimal range of fraction of remaining parameters is
+# between 55 to 65 percent". α prune = direct α budgets. TempBalance as in fig 3.22
+# (`norms="name"`: DNm's `features.k.bn` follows `features.k.conv`; `zeros="drop"`).
+# *Check (E-3.26, restated):* with uniform pruning, TB's gain over the global lr at the sizes that
+# keep 55–65 % of the conv weights is larger than its mean gain at the other sizes (difference of
+# gains, paired bootstrap over the test examples). The digest made this a report; it is a claim of
+# the source, so we judge it where a size lies in the range — the quick grid adds P = 0.25 for that
+# (deviation x). Beside it: the size with the largest gain, against the source's 55–65 %.
 
 # %%
 _, _, t26 = section("fig3.26")
@@ -545,37 +684,62 @@ labels = {("uniform", "none"): "uniform prune + global lr (baseline)", ("uniform
 for (m, lr), lab in labels.items():
     g = t26[(t26.metric == m) & (t26.layer_lr == lr)].sort_values("remaining")
     ax.plot(g["remaining"], g["test_acc"], "o-" if lr == "eq2.13" else "s--", label=lab)
+ax.axvspan(0.55, 0.65, color="0.9", zorder=0, label="source's optimal range")
 ax.set_xlabel("fraction of conv parameters remaining (slimmed network)"); ax.set_ylabel("clean test accuracy (%)"); ax.legend(fontsize=7)
-out.savefig(fig, "fig3.26", params=S.as_dict(), seeds=SEEDS)
+out.savefig(fig, "fig3.26", params=S.as_dict(), seeds=SEEDS, note="TempBalance norms='name', zeros='drop'")
 show(fig)
-best = {}
-for m in ("uniform", "alpha"):
-    w = t26[t26.metric == m].pivot_table(index="P", columns="layer_lr", values=["test_acc", "remaining"])
-    d = w[("test_acc", "eq2.13")] - w[("test_acc", "none")]
-    best[m] = {"remaining_at_max_gain": round(float(w[("remaining", "none")][d.idxmax()]), 3), "max_gain_pp": round(float(d.max()), 2),
-               "gain_pp_by_remaining": {f"{r:.2f}": round(float(v), 2) for r, v in zip(w[("remaining", "none")], d)}}
-out.check("fig3.26", "remaining fraction with the largest TB - global-lr gain (source: 55-65 %)", None,
-          detail="reported (E-3.26), not a pass/fail check", ours=best, source="55-65 %")
-pd.DataFrame({m: {k: v for k, v in b.items() if k != "gain_pp_by_remaining"} for m, b in best.items()})
+SOURCE_RANGE = (0.55, 0.65)
+g26 = {m: px.lr_gains(px.runs_of(t26, metrics=(m,))) for m in ("uniform", "alpha")}
+peak = {m: px.versus_range(float(g.loc[g.gain.idxmax(), "remaining"]), *SOURCE_RANGE, profile) for m, g in g26.items()}
+e26, inside = px.lr_range_contrast(px.runs_of(t26, metrics=(px.UNIFORM,)), *SOURCE_RANGE)
+ours26 = {"sizes inside (P)": inside, "remaining at the largest gain": peak,
+          "TB - global lr by remaining (uniform pruning)": {f"{r.remaining:.2f}": f"{r.gain:+.2f} [{r.low:+.2f}, {r.high:+.2f}]"
+                                                             for r in g26["uniform"].itertuples()}}
+out.check("fig3.26", "uniform pruning on DNm: TB's gain over the global lr is larger at 55-65 % remaining than at the other sizes",
+          e26, ours=ours26, source="55-65 %", quote=px.QUOTES["fig3.26"],
+          detail="mean gain inside the range minus mean gain outside, paired bootstrap over the test examples (one seed)"
+          if e26 is not None else "no size of this setting keeps 55-65 % of the conv weights (or none lies outside)")
+pd.concat({m: g.set_index("P") for m, g in g26.items()}, names=["pruning"]).round(2)
 
 # %% [markdown]
 # ## Verdicts
 #
 # Every check of this run (also in `figures/<profile>/02b_htsr_pruning/checks.json` and the report).
 #
-# **What the quick run showed (one seed, digits, reduced models; read the table below for the
-# current numbers).** The budget machinery behaves as the source describes: direct and inverse
-# profiles mirror each other, no run over-prunes, and on DNm the two transition convs have the
+# **What the quick run showed** (one seed, digits, reduced models; read the table below for the
+# current numbers).
+#
+# *Budgets.* The machinery behaves as the source describes: direct and inverse profiles mirror
+# each other, no run over-prunes, and on the traditional DNm the two transition convs have the
 # lowest entropy and the highest Frobenius norm, so entropy-direct and norm-inverse budgets spare
-# them — the source's "implicit" bottleneck handling — while MBv2m and WRNm show no entropy
-# outlier. Their *spectral* norm is not the highest, and with AugMix one transition conv drops to
-# the third-lowest entropy. After pruning to ~15–25 % of the conv weights, metric budgets beat
-# uniform pruning on DNm by a wide margin (also against the uniform curve at the same remaining
-# fraction), with AugMix pretraining the best run is entropy-direct; but the traditional best run
-# is a scale metric with the inverse rule, and WRNm also gains from metric budgets (the source
-# found uniform best on WRN28). AugMix *lowered* the mean matrix entropy of DNm during
-# pretraining, the opposite of the source. TempBalance during finetuning did not beat the global
-# lr on the pruned VGGm or DNm at this scale (figs 3.25, 3.26), and raised the model-mean α.
+# them; MBv2m and WRNm show no entropy outlier. Their *spectral* norm is not the highest, and
+# with AugMix one transition conv drops to the third-lowest entropy.
+#
+# *Pruning accuracy (fig 3.3, T-001-e).* Compared at the same measured size, no metric family's
+# direct budgets beat uniform pruning at the sparsest target: the traditional shape metrics tie
+# (≈ 0 pp, INCONCLUSIVE), the others lose 7–9 pp. The large gains at the same *target* (+6 to
+# +29 pp for several cells at P = 0.85) come from the budgets keeping three to four times
+# uniform's weights at that target.
+# AugMix pretraining makes the gap wider, not narrower. On all three T-001-e models the pooled
+# metric runs lie below uniform at equal size (DNm −5, MBv2m and WRNm −7.5 pp); the MBv2m / WRNm
+# shortfall relative to DNm is ~2.4 pp with intervals that just touch 0, and on WRNm the direct
+# budgets tie with uniform while the inverse ones lose ~16 pp. The hybrid metrics' direct budgets
+# beat uniform at P = 0.7 and 0.85 (traditional; table above). The source's sentence does not name
+# them, and they are two of many cells looked at, so this is reported, not judged.
+#
+# *Pretraining curves (fig 3.2).* AugMix *lowered* DNm's mean matrix entropy at every epoch, the
+# opposite of the source. AugMix levelled DNm's α rebound (rise 34 % vs 45 % after the minimum).
+# The traditional entropy curve rises only 1.4 % after its minimum, under the digest's 2 % for a
+# rebound, and it is flat from epoch ~8 on, so longer pretraining would not produce one. The
+# mitigation check is therefore N/A (AugMix's rise, 1.6 %, is not smaller either).
+#
+# *Layer-wise lrs after pruning (figs 3.22–3.26; TempBalance with the authors' BN rule and
+# `zeros="drop"`).* TB did not lower VGGm's α (model mean +0.05 over the epochs; 2 of the 4
+# largest-shift layers lower), and the lr-up layers' Δα lies below the lr-down layers' at only 4 of
+# 11 sizes. On accuracy TB is within ±1 pp of the global lr at every size with 10–80 %
+# remaining (INCONCLUSIVE). It loses 6.7 pp at the sparsest size (FAIL of "reaches baseline").
+# On DNm the in-range size (61 % remaining) shows no TB gain; its largest gain sits at 37 %
+# remaining, INCONCLUSIVE against the source's 55–65 %.
 
 # %%
 pd.DataFrame(out.checks())[["item_id", "verdict", "claim", "ours"]]

@@ -30,16 +30,18 @@
 # expectations for a Gaussian random walk (eqs. 3.6–3.14) and an AR(1) process (eqs. 3.16–3.19),
 # fitted to the real curves by eq. 3.15.
 #
-# **What this notebook regenerates.** Figs 1.2, A.1 (A, B), 3.8–3.11, 3.13–3.16, and, from two
-# training runs (SGDM and Adam), figs 3.7, 3.12, 3.17, 3.18, 3.19. Every figure states the
-# thesis's claim and ends with a check computed from our data; the verdicts go into
+# **What this notebook regenerates.** Figs 1.2, A.1 (A, B), 3.8–3.11, 3.13–3.16, and, from
+# SGDM and Adam training runs (several seeds each), figs 3.7, 3.12, 3.17, 3.18, 3.19. Every
+# figure states the thesis's claim and ends with a check computed from our data (a comparison
+# of runs on its 95% interval over seeds); the verdicts go into
 # `figures/<profile>/REPORT.md`. All trajectory metrics are *streamed* during training
 # (`lalr_core.methods.trajectory.PathMetrics`): only the step norms and a ring buffer of the last N+1
 # parameter vectors are kept, never the whole trajectory.
 #
 # **Profiles.** `smoke` (default; synthetic data, seconds), `quick` (Fashion-MNIST, a reduced
-# ResNet-20, a few minutes on 2 CPU cores), `paper` (the thesis's setting: ResNet-20 on CIFAR-10,
-# batch 1024, 200 epochs; ≈ 1 GPU-hour per optimiser). Run with
+# ResNet-20 with the thesis's optimiser hyper-parameters, 4 seeds per optimiser, ≈ 5 min on 2
+# CPU cores), `paper` (the thesis's setting: ResNet-20 on CIFAR-10, batch 1024, 200 epochs;
+# ≈ 1 GPU-hour per run, 3 seeds per optimiser). Run with
 # `papermill 04_directedness.ipynb out.ipynb -p profile quick` or `make figures CHAPTERS=04`.
 
 # %% tags=["parameters"]
@@ -56,7 +58,10 @@ import pandas as pd
 
 from lalr_core.methods import trajectory as tj
 from lalr_core.chapters import chapter_settings
-from lalr_core.chapters.ch04_directedness import CHAPTER, RUNS
+from lalr_core.chapters import ch04_directedness as ch4
+from lalr_core.chapters.ch04_directedness import CHAPTER, RUNS, directedness_configs
+from lalr_core.core.evidence import mean_interval, paired_difference
+from lalr_core.core.tables import run_table
 from lalr_core.core.units import train_runs
 from lalr_core.core.figures import FigureWriter, bplot, set_style
 
@@ -111,6 +116,8 @@ out.check("fig1.2", "both panels show the same medians",
 # asymptotic series for n ≥ 100 (checked against mpmath).
 
 # %%
+UPPER_QUOTE = ("showing that our approximation using Sterling's formula, equation (A.3), is also "
+               "the upper bound for $G(n)$.")
 for panel, x_max in (("A", 10), ("B", 100)):
     n = np.arange(4, 4 * x_max) / 4          # listing C.1: n = 1, 1.25, ..., x_max - 0.25
     fig, ax = plt.subplots(figsize=(8, 6))
@@ -120,10 +127,11 @@ for panel, x_max in (("A", 10), ("B", 100)):
     out.savefig(fig, f"figA.1{panel}")
     gap = np.sqrt(n / 2) - tj.G(n)
     out.check(f"figA.1{panel}", "G(n) < sqrt(n/2) everywhere (Corollary A.5)", bool((gap > 0).all()),
-              detail=f"min gap {gap.min():.2e}")
+              detail=f"min gap {gap.min():.2e}", quote=UPPER_QUOTE)
 rel_gap_100 = 1 - tj.G(100) / np.sqrt(50)
 out.check("figA.1B", "the approximation is good for large n: relative gap < 1% at n = 100",
-          bool(rel_gap_100 < 0.01), ours=f"{100 * rel_gap_100:.3f} %")
+          bool(rel_gap_100 < 0.01), ours=f"{100 * rel_gap_100:.3f} %",
+          quote="Corollary A.2. $G(n) \\approx \\sqrt{\\frac{n}{2}}$, for large n .")
 
 # %% [markdown]
 # ### Listings C.2–C.4 · Monte-Carlo checks of Lemmas A.3, A.6, A.10 and Theorems A.11/A.12
@@ -198,8 +206,12 @@ ax.fill_between(t, -2 * 0.01 * np.sqrt(t), 2 * 0.01 * np.sqrt(t), color="C0", al
 ax.set_xlabel("t"); ax.legend()
 out.savefig(fig, "fig3.9", seeds=[2])
 inside = np.mean(np.abs(walk1d[1:, 0]) <= 3 * 0.01 * np.sqrt(t[1:]))
+RW_QUOTE = ("We simulate a random walk in 1 dimension with $\\theta_0 = \\mathbf{0}$, and "
+            "$\\sigma = 0.01$; showing, in figure 3.9, the random walk behaviour and, in figure "
+            "3.10, a 100 dimensional random walk where the expected distances are a good "
+            "approximation for the simulated values.")
 out.check("fig3.9", "excursions are of order sigma*sqrt(t) (>= 95% of steps within 3 sigma sqrt(t))",
-          bool(inside >= 0.95), ours=f"{100 * inside:.1f} %")
+          bool(inside >= 0.95), ours=f"{100 * inside:.1f} %", quote=RW_QUOTE)
 
 # %% [markdown]
 # **Fig 3.10** — $n=100$, σ = 0.01: simulated $D_s$, $D_t$ against their expectations. The thesis:
@@ -219,10 +231,10 @@ out.savefig(fig, "fig3.10", seeds=[3])
 sd_dt = np.sqrt(tj.norm_variance(0.01, 100) * t)          # Lemma A.15
 ds_err = np.abs(m["ds"][-1] / E_ds[-1] - 1)
 out.check("fig3.10", "simulated D_s matches t*sigma*sqrt(2)*G(n) (within 2% at t = T)", bool(ds_err < 0.02),
-          ours=f"{100 * ds_err:.2f} %")
+          ours=f"{100 * ds_err:.2f} %", quote=RW_QUOTE)
 out.check("fig3.10", "simulated D_t stays within 3 SD (Lemma A.15) of sigma*sqrt(2t)*G(n)",
           bool((np.abs(m["dt"] - E_dt) <= 3 * sd_dt).mean() >= 0.99),
-          ours=f"{100 * (np.abs(m['dt'] - E_dt) <= 3 * sd_dt).mean():.1f} % of steps")
+          ours=f"{100 * (np.abs(m['dt'] - E_dt) <= 3 * sd_dt).mean():.1f} % of steps", quote=RW_QUOTE)
 
 # %% [markdown]
 # **Fig 3.11** — $n=100$, σ = 0.05: ψ(t) against $1/\sqrt t$, "tracks … accurately, even from
@@ -238,14 +250,18 @@ ax.plot(t, 1 / np.sqrt(t), "--", color="k", label=r"$1/\sqrt{t}$")
 ax.set_xscale("log"); ax.set_yscale("log"); ax.set_xlabel("t"); ax.set_ylabel(r"$\psi$"); ax.legend()
 out.savefig(fig, "fig3.11", seeds=list(range(10, 10 + len(psis))))
 # One walk is one random draw, so the single-walk claim is checked over all the walks we drew.
+PSI_QUOTE = ("Additionally, we plot the expected directedness measure, $\\psi(t) \\approx "
+             "\\frac{1}{\\sqrt{t}}$, in figure 3.11 showing that the value of ψ is indeed "
+             "$\\frac{1}{\\sqrt{t}}$ and that it tracks his value accurately, even from the "
+             "beginning.")
 err_each = np.mean(np.abs(psis * np.sqrt(t) - 1), axis=1)
 err_mean = np.mean(np.abs(psis.mean(0) * np.sqrt(t) - 1))
 out.check("fig3.11", "a single walk's psi tracks 1/sqrt(t) from the start: mean relative error "
           "< 10% in at least 90% of walks", bool(np.mean(err_each < 0.10) >= 0.9),
           ours=f"{100 * np.mean(err_each < 0.10):.0f} % of {len(psis)} walks (median error "
-               f"{100 * np.median(err_each):.1f} %, worst {100 * err_each.max():.1f} %)")
+               f"{100 * np.median(err_each):.1f} %, worst {100 * err_each.max():.1f} %)", quote=PSI_QUOTE)
 out.check("fig3.11", "the seed-averaged psi tracks 1/sqrt(t) within 5%", bool(err_mean < 0.05),
-          ours=f"{100 * err_mean:.1f} % ({len(psis)} walks)")
+          ours=f"{100 * err_mean:.1f} % ({len(psis)} walks)", quote=PSI_QUOTE)
 
 # %% [markdown]
 # ## §3.2.6 · The AR(1) process: figs 3.13–3.16
@@ -279,11 +295,14 @@ ax.plot(tt, ar1d[:, 0], lw=0.8, label=r"$\theta_t$")
 ax.plot(tt, 0.5 + 0.5 * 0.98 ** tt, "--", label=r"$\mu+\alpha^t(\theta_0-\mu)$")
 ax.set_xlabel("t"); ax.legend()
 out.savefig(fig, "fig3.14", seeds=[5])
+AR_SIM_QUOTE = ("We simulate an AR process in 1 dimension, in figure 3.14; that demonstrates the "
+                "reversion to the mean, and, in figure 3.15, a 100 dimensional AR process where "
+                "the distance measures align well with their expected values.")
 stat_sd = 0.005 / np.sqrt(1 - 0.98 ** 2)                  # stationary SD of an AR(1)
 resid = ar1d[:, 0] - (0.5 + 0.5 * 0.98 ** tt)
 out.check("fig3.14", "theta follows mu + alpha^t (theta0 - mu) within 4 stationary SDs",
           bool(np.abs(resid).max() < 4 * stat_sd), ours=f"max |resid| = {np.abs(resid).max():.4f}",
-          source=f"4 SD = {4 * stat_sd:.4f}")
+          source=f"4 SD = {4 * stat_sd:.4f}", quote=AR_SIM_QUOTE)
 
 # %% [markdown]
 # **Fig 3.15** — $n=100$, θ_0 = 𝟙, μ = 0.5·𝟙, α = 0.98, σ = 0.05: simulated $D_s$, $D_t$ against
@@ -304,9 +323,9 @@ out.savefig(fig, "fig3.15", seeds=[6])
 ds_rel = m["ds"][-1] / B_ds[-1] - 1
 dt_rel = np.abs(m["dt"][-T_SIM // 2:] / B_dt[-T_SIM // 2:] - 1).max()
 out.check("fig3.15", "D_s is within 2% of (and below) its Jensen bound", bool(-0.02 < ds_rel <= 0),
-          ours=f"{100 * ds_rel:+.2f} %")
+          ours=f"{100 * ds_rel:+.2f} %", quote=AR_SIM_QUOTE)
 out.check("fig3.15", "D_t is within 10% of its Jensen bound once saturated", bool(dt_rel < 0.10),
-          ours=f"max {100 * dt_rel:.1f} % over the second half")
+          ours=f"max {100 * dt_rel:.1f} % over the second half", quote=AR_SIM_QUOTE)
 sat = np.abs(B_dt[199] / B_dt[-1] - 1)
 out.check("fig3.15", "the expected D_t saturates after ~200 steps (within 5% of its final value)",
           bool(sat < 0.05), ours=f"{100 * sat:.1f} % below final at t = 200")
@@ -337,162 +356,285 @@ for panel, sig in (("A", 1.5), ("B", 0.1)):
 real, expected = psi_ar["A"]
 out.check("fig3.16A", "high noise: realised and expected AR psi below 1/sqrt(t) for t >= 50",
           bool((real[49:] < 1 / np.sqrt(t[49:])).mean() > 0.95 and (expected[49:] < 1 / np.sqrt(t[49:])).all()),
-          ours=f"psi(100) = {real[99]:.3f} vs 0.1")
+          ours=f"psi(100) = {real[99]:.3f} vs 0.1",
+          quote="The realized $\\psi(t)$ (green) fluctuates early on but closely follows the expected "
+                "value (orange) as t increases, but both are below the random walk baseline "
+                "($1/\\sqrt{t}$, blue) throughout.")
 real, expected = psi_ar["B"]
 out.check("fig3.16B", "low noise: AR psi far above 1/sqrt(t) (psi(100) > 0.4) and realised ~ expected",
           bool(real[99] > 0.4 and (real[49:] > 1 / np.sqrt(t[49:])).all()
                and np.abs(real / expected - 1)[9:].max() < 0.15),
-          ours=f"psi(100) = {real[99]:.3f}; max |real/expected - 1| = {np.abs(real / expected - 1)[9:].max():.3f}")
+          ours=f"psi(100) = {real[99]:.3f}; max |real/expected - 1| = {np.abs(real / expected - 1)[9:].max():.3f}",
+          quote="With reduced noise, the trajectory becomes much shallower, and both the expected "
+                "$\\mathbb{E}[\\psi(t)]$ and the empirical $\\psi(t)$ remain substantially higher "
+                "than the random walk line throughout.")
 
 # %% [markdown]
 # ## §3.2.3 · Directedness of deep network optimisation: the training runs
 #
-# Paper profile: ResNet-20 on CIFAR-10 (40k/10k split, crop + flip), batch 1024, 200 epochs, lr ×0.1
-# at epochs 100 and 150; **SGDM** lr 0.05, momentum 0.85, wd 1e-2; **Adam** lr 0.01, β = (0.9,
-# 0.99), wd 1e-4; ψ over N = 250 batches. The quick profile keeps the schedule's shape on a 10k
-# Fashion-MNIST subset with a half-width ResNet-20 (15 epochs, drops at 8 and 12, N = 50; Adam at
-# lr 1e-3 and SGDM at wd 1e-3, as the digest's reduction). θ holds every trainable parameter
-# (weights, biases, BN affine; not the BN running statistics), recorded after every step.
-# Each run is a cached unit: re-running the notebook re-uses it, a killed run resumes. A run that
-# diverges (a NaN loss, or one 1000 times its first: `lalr_core.core.train`) stops there; its
-# figures show what it measured, and every check that reads it is N/A with the step at which it
-# diverged (e.g. `overrides={"sgdm_lr": 1e6}`).
+# **Paper profile (the thesis's setting).** ResNet-20 on CIFAR-10 (40k/10k split, crop + flip),
+# batch 1024, 200 epochs, lr ×0.1 at epochs 100 and 150; **SGDM** lr 0.05, momentum 0.85, wd
+# 1e-2; **Adam** lr 0.01, β = (0.9, 0.99), wd 1e-4 (captions of figs 3.7 and 3.19); ψ over
+# N = 250 batches. θ holds every trainable parameter (weights, biases, BN affine; not the BN
+# running statistics), recorded after every step.
+#
+# **Seeds (deviation).** The thesis shows one run per optimiser, and a comparison of two single
+# trajectories says nothing about seed noise. We train `seeds` runs per optimiser (seeds
+# 0, 1, …; SGDM and Adam of the same seed share the initialisation and the batch order, so
+# they are compared as pairs). Every check reduces each seed's run to one number and judges
+# the numbers' 95% interval over seeds (`mean_interval`, or `paired_difference` for SGDM vs
+# Adam): PASS or FAIL only when the interval decides, INCONCLUSIVE when it covers the
+# threshold. Paper: 3 seeds.
+#
+# **Quick profile (deviations, and why).** The thesis's optimiser hyper-parameters and the
+# shape of its schedule (drops at 1/2 and 3/4 of training) are kept: Adam at lr 0.01 (not 1e-3)
+# and SGDM at wd 1e-2 (not 1e-3), since a ten times smaller Adam lr changes how noisy and how
+# directed its steps are, which is what the figures measure. To afford 4 seeds × 2 optimisers
+# in ≈ 5 min on 2 CPU cores, the rest is cut: Fashion-MNIST (4096 training images, no
+# augmentation, 1000 test images, none held out since no check reads validation data), a
+# half-width ResNet-20, **batch 256 instead of 1024** (a step at 1024 costs four times as
+# much; at the thesis's lr the smaller batch makes every step noisier), 12 epochs of 16 steps
+# (192 steps instead of 8000; drops after steps 96 and 144) and hence **N = 16 instead of
+# 250**. The random-walk baseline of ψ_N is 1/√N: 0.25 here, 0.063 in the thesis, so our ψ_N
+# values are not on the thesis's scale; the checks compare optimisers, phases and baselines
+# at the same N.
+#
+# **Divergence.** A run that diverges (a NaN loss, or one 1000 times its first:
+# `lalr_core.core.train`) stops there; its figures show what it measured. A diverged seed is
+# left out of every interval (the check's detail says which); when every seed of an optimiser
+# diverged, the checks that read it are N/A with the step at which it diverged (e.g.
+# `overrides={"sgdm_lr": 1e6}`).
 
 # %%
-run_configs, run_callbacks = CHAPTER.runs(S, "fig3.7")   # SGDM and Adam, trajectory callback
-configs = dict(zip(RUNS, run_configs))
+run_configs, run_callbacks = CHAPTER.runs(S, "fig3.7")   # every (optimiser, seed)
 N = S.window
 t0 = time.perf_counter()
-results = dict(zip(RUNS, train_runs(run_configs, workers=S.workers, callbacks=run_callbacks)))
+results = train_runs(run_configs, workers=S.workers, callbacks=run_callbacks)
 train_time = time.perf_counter() - t0
-steps_per_epoch = int(results["sgdm"]["steps"].query("epoch == 1")["step"].max())
-drops = [m * steps_per_epoch for m in S.milestones]
-summary = pd.DataFrame({k: {**r["final"], "diverged": r["diverged"], "parameters": r["num_parameters"],
-                            "train time (s)": r["wall_time_s"]} for k, r in results.items()}).T
-why_na = {name: f"the {name.upper()} run diverged at step {r['diverged_step']}"
-          for name, r in results.items() if r["diverged"]}
+runs = ch4.by_optimiser(S, results)                      # optimiser -> one result per seed
+why_na, left_out = ch4.seed_notes(runs)
+drops = S.drops()                                        # last step at each old lr
+run_table(ch4.run_keys(S), results, lambda key: {"optimiser": key[0], "seed": key[1]},
+          metrics=("train_loss", "test_acc"))
+
+
+# %%
+def traj(res):
+    return res["callbacks"]["trajectory"]
+
+
+def psi_w(res):
+    return traj(res)["psi_window"]
 
 
 def na_checks(item_id, names, *claims):
-    """Record ``claims`` of ``item_id`` as N/A when a run in ``names`` diverged; True if so."""
+    """Record ``claims`` of ``item_id`` as N/A when every seed of a run in ``names`` diverged."""
     reason = "; ".join(why_na[n] for n in names if n in why_na)
     for claim in claims if reason else ():
         out.check(item_id, claim, None, detail=reason)
     return bool(reason)
 
 
-summary
+def seeds_note(names):
+    """The seeds the interval leaves out, for a check's detail."""
+    return "; ".join(left_out[n] for n in names if n in left_out)
+
+
+def pairs(fn):
+    """``fn(sgdm_result, adam_result)`` per seed, NaN where either run diverged."""
+    return np.array([np.nan if a["diverged"] or b["diverged"] else float(fn(a, b))
+                     for a, b in zip(runs["sgdm"], runs["adam"])])
+
+
+def mean_of(values):
+    return float(np.nanmean(values)) if np.isfinite(values).any() else np.nan
 
 
 # %% [markdown]
 # ## Figs 3.7 and 3.19 · ψ_N(t) during training
 #
 # The thesis (fig 3.7): ψ is high but rapidly decays early (t < 500 of 8000 batches), declines
-# slowly in mid-training, plateaus late, and spikes at each lr drop; the artefact at batch N comes
-# from the window (for t < N the window is truncated at the start, so ψ_N = ψ). Fig 3.19 adds
-# the random-walk baseline (1/√t up to N, then 1/√N; digest gap G9) and compares the optimisers:
-# SGDM stays higher early, Adam drops to ≈ 0.15 and spikes more after the drops; both stay well
-# above the random walk.
+# slowly in mid-training, plateaus late, and spikes at each lr drop; the artefact at batch N
+# comes from the window (for t < N the window is truncated at the start, so ψ_N = ψ). Fig 3.19
+# is the same plot with the random-walk baseline (1/√t up to N, then 1/√N; digest gap G9):
+# panel A SGDM, panel B Adam. Thin lines are the seeds, the thick line their mean; the dashed
+# verticals are the lr drops. The overlay of both optimisers (seed means, log scale) is ours
+# (`extra_psi_sgdm_vs_adam`).
 #
 # **Eq. 3.4 index typo.** The source writes the window sum as $\sum_{i=N}^{t}$; we sum the last N
 # steps, $i=t-N+1,\dots,t$, consistent with eq. 3.3 (digest gap G1).
 
 # %%
-def traj(name):
-    return results[name]["callbacks"]["trajectory"]
+COLOR = {"sgdm": "C0", "adam": "C1"}
 
 
-def plot_psi(ax, name, color, baseline=False):
-    psi_w = traj(name)["psi_window"]
-    steps = np.arange(1, len(psi_w) + 1)
-    ax.plot(steps, psi_w, color=color, lw=0.9, label=name.upper())
+def plot_psi(ax, name, baseline=False, seeds=True):
+    curves = [psi_w(r) for r in runs[name]]
+    for c in curves if seeds else ():
+        ax.plot(np.arange(1, len(c) + 1), c, color=COLOR[name], lw=0.5, alpha=0.4)
+    full = [c for c, r in zip(curves, runs[name]) if not r["diverged"]]
+    if full:
+        steps = np.arange(1, len(full[0]) + 1)
+        ax.plot(steps, np.mean(full, axis=0), color=COLOR[name], lw=1.5,
+                label=f"{name.upper()} (mean of {len(full)} seeds)")
+        if baseline:
+            ax.plot(steps, tj.rw_expected_psi_window(steps, N), ":", color="k", label="random walk")
     for d in drops:
         ax.axvline(d, ls="--", color="grey", lw=0.8)
-    if baseline:
-        ax.plot(steps, tj.rw_expected_psi_window(steps, N), ":", color="k", label="random walk")
     ax.set_xlabel("batch"); ax.set_ylabel(rf"$\psi_{{{N}}}(t)$")
 
 
-for panel, name, color in (("A", "sgdm", "C0"), ("B", "adam", "C1")):
-    fig, ax = plt.subplots(figsize=(8, 4))
-    plot_psi(ax, name, color)
-    ax.set_title(f"{name.upper()}: " + rf"$\psi_{{{N}}}(t)$")
-    out.savefig(fig, f"fig3.7{panel}", params=configs[name].key(), wall_time_s=results[name]["wall_time_s"])
+seed_list = list(range(S.seeds))
+for fig_id, baseline in (("fig3.7", False), ("fig3.19", True)):
+    for panel, name in (("A", "sgdm"), ("B", "adam")):
+        fig, ax = plt.subplots(figsize=(8, 4))
+        plot_psi(ax, name, baseline=baseline)
+        ax.set_title(f"{name.upper()}: " + rf"$\psi_{{{N}}}(t)$"); ax.legend()
+        out.savefig(fig, f"{fig_id}{panel}", seeds=seed_list,
+                    params=directedness_configs(S)[name].key(),
+                    wall_time_s=sum(r["wall_time_s"] for r in runs[name]))
+fig, ax = plt.subplots(figsize=(8, 4))
+for name in RUNS:
+    plot_psi(ax, name, baseline=name == "sgdm", seeds=False)
+ax.set_yscale("log"); ax.legend(); ax.set_title("seed means, log scale")
+out.savefig(fig, "extra_psi_sgdm_vs_adam", seeds=seed_list)
 
+# %% [markdown]
+# **Checks of fig 3.7**, per optimiser, each a per-seed number judged over seeds:
+# *early phase*: $\min(\psi(5)-0.8,\ \psi(5)-\psi(N),\ \psi(N)-\psi_N(\text{drop}))>0$, i.e. ψ
+# starts above 0.8 and decays before the first drop (0.8: digest §6); *spikes*: the smaller of
+# the relative rises of ψ_N within N batches after each drop, above 10%.
+#
+# **Reading the early-phase check at the quick profile.** The thesis's early phase (t < 500) is
+# longer than our whole first lr phase (96 steps), and our N = 16 ends inside the early decay.
+# The early-phase check reads ψ at batch N, where the window artefact the thesis notes at batch
+# 250 sits: ψ_N can dip there and recover once the first, least directed steps leave the
+# window, then decline gradually towards the drop. Such a dip fails the check's "ψ(N) > ψ
+# before the drop" even when ψ starts high and ends lower. We left the check as it was
+# (reading ψ elsewhere only after seeing the data would be tuning); the paper profile's N = 250
+# inside an 8000-step run is the setting to judge it.
 
 # %%
 EARLY = "early phase: psi is high (> 0.8 at batch 5) and decays before the first drop"
+EARLY_QUOTE = ("during early training, $t < 500$, $\\psi(t)$ is initially high but rapidly "
+               "decays, reflecting the optimiser’s transition from large, directional updates to "
+               "more curved and noisy dynamics as it begins to explore non-linear regions of the "
+               "loss surface.")
 SPIKES = "psi rises sharply (> 10%) within N batches after each lr drop"
+SPIKES_QUOTE = ("Additionally, epoch transitions (vertical dashed lines at epochs 100 and 150) "
+                "show sharp increases in $\\psi(t)$ coinciding with learning rate drops, as the "
+                "optimiser regains alignment and begins more directed movement through the "
+                "now-narrower local landscape, before beginning the same pattern of early-mid-late "
+                "training again.")
 for panel, name in (("A", "sgdm"), ("B", "adam")):
     if na_checks(f"fig3.7{panel}", [name], EARLY, SPIKES):
         continue
-    psi_w = traj(name)["psi_window"]
-    early, first_full = psi_w[min(4, len(psi_w) - 1)], psi_w[N - 1]
-    pre_drop = psi_w[drops[0] - 1]
-    out.check(f"fig3.7{panel}", EARLY, bool(early > 0.8 and pre_drop < first_full < early),
-              ours=f"psi(5) = {early:.2f}, psi(N) = {first_full:.2f}, psi before drop = {pre_drop:.2f}")
-    gains = [tj.spike_gain(psi_w, d, N) for d in drops]
+    margin = ch4.per_seed(runs[name], lambda r: ch4.early_decay_margin(psi_w(r), drops[0], N))
+    at = {k: ch4.per_seed(runs[name], lambda r: psi_w(r)[k - 1]) for k in (ch4.EARLY_STEP, N, drops[0])}
+    out.check(f"fig3.7{panel}", EARLY, mean_interval(margin, threshold=0.0, side="greater"),
+              detail=seeds_note([name]), quote=EARLY_QUOTE,
+              ours=f"psi(5) = {mean_of(at[ch4.EARLY_STEP]):.2f}, psi(N) = {mean_of(at[N]):.2f}, "
+                   f"psi before drop = {mean_of(at[drops[0]]):.2f} (seed means); margin "
+                   f"{mean_interval(margin).text()}")
+    gain = ch4.per_seed(runs[name], lambda r: ch4.spike_gains(psi_w(r), drops, N).min())
+    each = np.nanmean([ch4.spike_gains(psi_w(r), drops, N) for r in runs[name]
+                       if not r["diverged"]], axis=0)
     out.check(f"fig3.7{panel}", SPIKES,
-              bool(all(g > 0.10 for g in gains)), ours=", ".join(f"+{100 * g:.0f} %" for g in gains))
+              mean_interval(gain, threshold=100 * ch4.SPIKE_GAIN, side="greater", scale=100),
+              detail=seeds_note([name]), quote=SPIKES_QUOTE,
+              ours="mean rise per drop " + ", ".join(f"+{100 * g:.0f} %" for g in each)
+                   + f"; the smaller rise (%): {mean_interval(gain, scale=100).text(1)}")
+
+# %% [markdown]
+# **Checks of fig 3.19.** (i) Each optimiser's ψ_N stays well above the random walk: the
+# smallest ratio ψ_N / (1/√N) after the window has filled, above 1.5 (digest §6). (ii) SGDM is
+# more directed than Adam *throughout training*: per seed, the mean ψ_N of SGDM minus Adam's in
+# each lr phase (before the first drop after the window has filled, between the drops, after
+# the last), and the smallest of these; > 0 means SGDM is higher in every phase. (iii) Adam
+# responds more strongly to the lr drops: per seed, Adam's mean relative spike (as in fig 3.7)
+# minus SGDM's (absolute rises shown beside). The thesis's "Adam … quickly descending to
+# around 0.15" is shown beside Adam's smallest ψ_N before the first drop (`versus_source`; at
+# the quick N = 16 the random-walk floor is 0.25, so the difference is not a test).
 
 # %%
-fig, ax = plt.subplots(figsize=(8, 4))
-plot_psi(ax, "sgdm", "C0", baseline=True)
-plot_psi(ax, "adam", "C1")
-ax.legend()
-out.savefig(fig, "fig3.19A", params={k: c.key() for k, c in configs.items()})
-fig, ax = plt.subplots(figsize=(8, 4))
-plot_psi(ax, "sgdm", "C0", baseline=True)
-plot_psi(ax, "adam", "C1")
-ax.set_yscale("log"); ax.legend(); ax.set_title("log scale")
-out.savefig(fig, "fig3.19B", params={k: c.key() for k, c in configs.items()})
-
-steps = np.arange(1, len(traj("sgdm")["psi_window"]) + 1)
-for name in ("sgdm", "adam"):
+ABOVE_RW_QUOTE = ("Both optimisers show ψ well above the random walk baseline, confirming "
+                  "non-trivial alignment in their trajectories; similar to the AR process with "
+                  "low noise.")
+for panel, name in (("A", "sgdm"), ("B", "adam")):
     claim = f"{name.upper()}'s psi_N stays well above the random-walk baseline (> 1.5x)"
-    if na_checks("fig3.19A", [name], claim):
+    if na_checks(f"fig3.19{panel}", [name], claim):
         continue
-    psi_w = traj(name)["psi_window"]
-    ratio = psi_w[N:] / tj.rw_expected_psi_window(np.arange(1, len(psi_w) + 1), N)[N:]
-    out.check("fig3.19A", claim, bool(ratio.min() > 1.5), ours=f"min ratio {ratio.min():.1f}x")
-ABOVE = "SGDM's psi stays above Adam's before the first lr drop"
+    ratio = ch4.per_seed(runs[name], lambda r: ch4.min_rw_ratio(psi_w(r), N))
+    out.check(f"fig3.19{panel}", claim,
+              mean_interval(ratio, threshold=ch4.RW_MARGIN, side="greater"),
+              detail=seeds_note([name]), quote=ABOVE_RW_QUOTE,
+              ours=f"smallest ratio {mean_interval(ratio).text()}")
+
+ABOVE = "SGDM's psi_N is above Adam's throughout training (in every lr phase)"
+ABOVE_QUOTE = ("The $\\psi(t)$ metric, figure 3.19, shows that SGDM maintains higher directional "
+               "efficiency than Adam throughout training, with smoother decay and more "
+               "consistent progress through weight space.")
 if not na_checks("fig3.19A", RUNS, ABOVE):
-    early_window = slice(N, drops[0])
-    sg, ad = traj("sgdm")["psi_window"][early_window], traj("adam")["psi_window"][early_window]
-    out.check("fig3.19A", ABOVE, bool(np.median(sg) > np.median(ad)),
-              ours=f"median {np.median(sg):.3f} vs {np.median(ad):.3f}", source="Adam drops to ~0.15")
+    by_phase = pairs(lambda a, b: np.min(ch4.phase_means(psi_w(a), drops, N)
+                                         - ch4.phase_means(psi_w(b), drops, N)))
+    phase_gap = np.nanmean([ch4.phase_means(psi_w(a), drops, N) - ch4.phase_means(psi_w(b), drops, N)
+                            for a, b in zip(runs["sgdm"], runs["adam"])
+                            if not (a["diverged"] or b["diverged"])], axis=0)
+    adam_low = ch4.per_seed(runs["adam"], lambda r: np.min(psi_w(r)[N:drops[0]]))
+    out.check("fig3.19A", ABOVE, mean_interval(by_phase, threshold=0.0, side="greater"),
+              detail=seeds_note(RUNS), quote=ABOVE_QUOTE, source="Adam drops to ~0.15",
+              ours=f"SGDM - Adam per phase {', '.join(f'{g:+.3f}' for g in phase_gap)}; "
+                   f"smallest {mean_interval(by_phase).text(3)}; Adam's lowest psi_N before the "
+                   f"drop: {ch4.versus_source(adam_low, 0.15, judge=S.judge_source)}")
+
 LARGER = "Adam's spikes after the lr drops are larger than SGDM's"
+LARGER_QUOTE = ("Adam exhibits a sharper early drop in ψ , indicating a more quick descent into a "
+                "minimum and then less coherent movement, but responds more strongly to learning "
+                "rate drops with brief spikes in efficiency.")
 if not na_checks("fig3.19B", RUNS, LARGER):
-    gain = {n: np.mean([tj.spike_gain(traj(n)["psi_window"], d, N) for d in drops]) for n in RUNS}
-    out.check("fig3.19B", LARGER, bool(gain["adam"] > gain["sgdm"]),
-              ours=f"mean rise Adam +{100 * gain['adam']:.0f} % vs SGDM +{100 * gain['sgdm']:.0f} %")
+    gain = {n: ch4.per_seed(runs[n], lambda r: ch4.spike_gains(psi_w(r), drops, N).mean())
+            for n in RUNS}
+    rise = {n: mean_of(ch4.per_seed(runs[n], lambda r: ch4.spike_rises(psi_w(r), drops, N).mean()))
+            for n in RUNS}
+    out.check("fig3.19B", LARGER,
+              paired_difference(gain["adam"], gain["sgdm"], threshold=0.0, side="greater",
+                                scale=100),
+              detail=seeds_note(RUNS), quote=LARGER_QUOTE,
+              ours=f"mean relative rise Adam +{100 * mean_of(gain['adam']):.0f} % vs SGDM "
+                   f"+{100 * mean_of(gain['sgdm']):.0f} % (Adam - SGDM "
+                   f"{paired_difference(gain['adam'], gain['sgdm'], scale=100).text(1)} %-points); "
+                   f"absolute rise Adam {rise['adam']:+.3f} vs SGDM {rise['sgdm']:+.3f}")
 
 # %% [markdown]
 # ### Per layer (not in the thesis)
 #
-# `PathMetrics` streams the same quantities per parameter tensor. The lr-drop spikes are a
-# property of every layer, not just of the whole vector; BN affine parameters and the classifier
-# behave differently from the convolutions.
+# `PathMetrics` streams the same quantities per parameter tensor. Are the lr-drop spikes a
+# property of most layers, or only of the whole vector? BN affine parameters and the classifier
+# may behave differently from the convolutions. Shown: SGDM, seed 0; checked (our claim, not
+# the thesis's): the share of weight tensors that spike by > 10% after every drop, per SGDM
+# seed, above one half.
 
 # %%
-lt = traj("sgdm")
+lt = traj(runs["sgdm"][0])
 names = list(lt["layer_names"])
-pick = [i for i, nm in enumerate(names) if nm.endswith("weight") and lt["layer_psi_window"].shape[0]]
+pick = [i for i, nm in enumerate(names) if nm.endswith("weight")]
 fig, ax = plt.subplots(figsize=(8, 4))
 cmap = plt.get_cmap("viridis")
 for j, i in enumerate(pick):
-    ax.plot(steps, lt["layer_psi_window"][:, i], lw=0.6, color=cmap(j / max(1, len(pick) - 1)))
+    layer = lt["layer_psi_window"][:, i]
+    ax.plot(np.arange(1, len(layer) + 1), layer, lw=0.6, color=cmap(j / max(1, len(pick) - 1)))
 for d in drops:
     ax.axvline(d, ls="--", color="grey", lw=0.8)
-ax.set_xlabel("batch"); ax.set_ylabel(rf"per-layer $\psi_{{{N}}}$ (SGDM)")
+ax.set_xlabel("batch"); ax.set_ylabel(rf"per-layer $\psi_{{{N}}}$ (SGDM, seed 0)")
 ax.set_title("weights of each layer, input (dark) to output (yellow)")
-out.savefig(fig, "extra_layer_psi")
+out.savefig(fig, "extra_layer_psi", seeds=[0])
 LAYERS = "most weight tensors (> 50%) show the lr-drop spike too"
 if not na_checks("extra_layer_psi", ["sgdm"], LAYERS):
-    layer_gain = np.array([[tj.spike_gain(lt["layer_psi_window"][:, i], d, N) for d in drops]
-                           for i in pick])
-    out.check("extra_layer_psi", LAYERS, bool((layer_gain > 0.10).all(axis=1).mean() > 0.5),
-              ours=f"{100 * (layer_gain > 0.10).all(axis=1).mean():.0f} % of {len(pick)} tensors")
+    share = ch4.per_seed(runs["sgdm"], lambda r: ch4.layer_spike_share(traj(r), drops, N)[0])
+    out.check("extra_layer_psi", LAYERS,
+              mean_interval(share, threshold=ch4.LAYER_SHARE, side="greater"),
+              detail=seeds_note(["sgdm"]),
+              ours=f"share of {len(pick)} tensors: {mean_interval(share).text()}")
 
 # %% [markdown]
 # ## Fig 3.12 · Deep network optimisation vs a fitted random walk
@@ -500,74 +642,87 @@ if not na_checks("extra_layer_psi", ["sgdm"], LAYERS):
 # The thesis fits σ of a random walk "in the same dimension" (n = number of parameters) to the
 # real $D_s$, $D_t$ by eq. 3.15 with Nelder–Mead, and finds the real $D_t$ far above the random
 # walk's: optimisation is directed. Adam is "extremely directed at the start" (its first step is
-# ≈ η·sgn(g₀)).
+# ≈ η·sgn(g₀)). We fit every seed's curves; the figure shows seed 0, the checks use every seed:
+# the final $D_t$ over the fitted walk's (> 2, digest §6), and ψ(20) of Adam minus SGDM's,
+# paired by seed.
 #
 # **γ is unstated** for figs 3.12 and 3.17. We use $\gamma=\sum D_t^2/(\sum D_s^2+\sum D_t^2)$,
 # which gives both terms of eq. 3.15 the same scale, "the same importance to both metrics"
 # (digest gap G5).
 
 # %%
-fits = {}  # a diverged run's distances turn NaN: it is not fitted
-for name in (n for n in RUNS if n not in why_na):
-    r = traj(name)
-    n_params = results[name]["num_parameters"]
-    gamma = tj.balanced_gamma(r["ds"], r["dt"])
-    rw = tj.fit_rw(r["ds"], r["dt"], n_params, gamma)
-    arf = tj.fit_ar(r["ds"], r["dt"], n_params, gamma)
-    rw0 = tj.fit_rw(r["ds"], r["dt"], n_params, 0.0)
-    ar0 = tj.fit_ar(r["ds"], r["dt"], n_params, 0.0)
-    fits[name] = dict(n=n_params, gamma=gamma, rw=rw, ar=arf, rw0=rw0, ar0=ar0)
-pd.DataFrame({k: {"n": f["n"], "gamma": f["gamma"], "RW sigma": f["rw"]["sigma"], "RW objective": f["rw"]["objective"],
-                  "AR alpha": f["ar"]["alpha"], "AR sigma": f["ar"]["sigma"], "AR d": f["ar"]["d"],
-                  "AR objective": f["ar"]["objective"]} for k, f in fits.items()}).T
+fits = {name: [None if r["diverged"] else ch4.fit_run(traj(r)["ds"], traj(r)["dt"], r["num_parameters"])
+               for r in runs[name]] for name in RUNS}   # a diverged run is not fitted
+pd.DataFrame([{"optimiser": name, "seed": k, "n": f["n"], "gamma": f["gamma"],
+               "RW sigma": f["rw"]["sigma"], "RW objective": f["rw"]["objective"],
+               "AR alpha": f["ar"]["alpha"], "AR sigma": f["ar"]["sigma"], "AR d": f["ar"]["d"],
+               "AR objective": f["ar"]["objective"]}
+              for name in RUNS for k, f in enumerate(fits[name]) if f])
 
 
 # %%
-def plot_distances(ax, name, models):
-    r = traj(name)
+def plot_distances(ax, name, models, seed=0):
+    r = traj(runs[name][seed])
     tt = np.arange(1, len(r["ds"]) + 1)
-    n = results[name]["num_parameters"]
     ax.plot(tt, r["ds"], color="C0", label="$D_s$ (model)")
     ax.plot(tt, r["dt"], color="C1", label="$D_t$ (model)")
     for label, fit, ls in models:
-        if "alpha" in fit:
-            e_ds = tj.ar_expected_ds(tt, fit["alpha"], fit["sigma"], n, fit["d"])
-            e_dt = tj.ar_expected_dt(tt, fit["alpha"], fit["sigma"], n, fit["d"])
-        else:
-            e_ds, e_dt = tj.rw_expected_ds(tt, fit["sigma"], n), tj.rw_expected_dt(tt, fit["sigma"], n)
-        ax.plot(tt, e_ds, ls, color="C0", alpha=0.7, label=rf"$\mathbb{{E}}[D_s]$ {label}")
-        ax.plot(tt, e_dt, ls, color="C1", alpha=0.7, label=rf"$\mathbb{{E}}[D_t]$ {label}")
+        ax.plot(tt, fit["ds_fit"], ls, color="C0", alpha=0.7, label=rf"$\mathbb{{E}}[D_s]$ {label}")
+        ax.plot(tt, fit["dt_fit"], ls, color="C1", alpha=0.7, label=rf"$\mathbb{{E}}[D_t]$ {label}")
     ax.set_xlabel("batch"); ax.set_ylabel("distance"); ax.set_yscale("log"); ax.legend(fontsize=8)
-    ax.set_title(name.upper())
+    ax.set_title(f"{name.upper()}, seed {seed}")
 
 
 FAR_ABOVE = "the real D_t at the end is far above the fitted random walk's (> 2x): directed"
+FAR_QUOTE = ("Figures 3.12a and 3.12b show the results of this experiment, where we see that the "
+             "optimisation is directed for both the SGDM and Adam optimisers demonstrated by the "
+             "displacement being much greater in practice than expected from a random walk.")
 for panel, name in (("A", "sgdm"), ("B", "adam")):
     fig, ax = plt.subplots(figsize=(8, 4.5))
-    f = fits.get(name)
-    plot_distances(ax, name, [("RW", f["rw"], "--")] if f else [])
-    out.savefig(fig, f"fig3.12{panel}",
-                note=f"gamma = {f['gamma']:.4f} (balanced, gap G5)" if f else why_na[name])
+    f0 = fits[name][0]
+    plot_distances(ax, name, [("RW", f0["rw"], "--")] if f0 else [])
+    out.savefig(fig, f"fig3.12{panel}", seeds=[0],
+                note=f"gamma = {f0['gamma']:.4f} (balanced, gap G5)" if f0 else
+                "seed 0 diverged: no fit")
     if na_checks(f"fig3.12{panel}", [name], FAR_ABOVE):
         continue
-    r = traj(name)
-    rw_dt_end = tj.rw_expected_dt(len(r["dt"]), f["rw"]["sigma"], f["n"])
-    out.check(f"fig3.12{panel}", FAR_ABOVE,
-              bool(r["dt"][-1] > 2 * rw_dt_end), ours=f"{r['dt'][-1]:.2f} vs {float(rw_dt_end):.2f}",
+    ratio = np.array([np.nan if f is None else
+                      traj(r)["dt"][-1] / tj.rw_expected_dt(len(traj(r)["dt"]), f["rw"]["sigma"], f["n"])
+                      for r, f in zip(runs[name], fits[name])])
+    out.check(f"fig3.12{panel}", FAR_ABOVE, mean_interval(ratio, threshold=ch4.FAR_ABOVE, side="greater"),
+              detail=seeds_note([name]), quote=FAR_QUOTE,
+              ours=f"final D_t / fitted RW's: {mean_interval(ratio).text()}",
               source="prototype (digest): 6.6 vs 2.2")
 MORE_DIRECTED = "Adam is more directed than SGDM at the start (psi at batch 20)"
+MORE_QUOTE = ("SGDM shows a shape more similar to the random walk, specifically, at the start, "
+              "where Adam is extremely directed.")
 if not na_checks("fig3.12B", RUNS, MORE_DIRECTED):
-    early = min(20, len(traj("adam")["psi"]) - 1)
-    out.check("fig3.12B", MORE_DIRECTED, bool(traj("adam")["psi"][early] > traj("sgdm")["psi"][early]),
-              ours=f"Adam {traj('adam')['psi'][early]:.2f} vs SGDM {traj('sgdm')['psi'][early]:.2f}")
+    start = {n: ch4.per_seed(runs[n], lambda r: traj(r)["psi"][ch4.START_STEP - 1]) for n in RUNS}
+    out.check("fig3.12B", MORE_DIRECTED,
+              paired_difference(start["adam"], start["sgdm"], threshold=0.0, side="greater"),
+              detail=seeds_note(RUNS), quote=MORE_QUOTE,
+              ours=f"Adam {mean_of(start['adam']):.2f} vs SGDM {mean_of(start['sgdm']):.2f} "
+                   f"(seed means; Adam - SGDM "
+                   f"{paired_difference(start['adam'], start['sgdm']).text()})")
 
 # %% [markdown]
 # ## Figs 3.17 and 3.18 · the AR(1) fit, and the shape of D_t
 #
 # The thesis fits (α, σ, d) of an AR(1) process by L-BFGS-B (free parameters and bounds unstated:
 # we use α ∈ [0, 1−10⁻⁵], σ > 0, d ≥ 0, gap G6) and finds it matches the *magnitudes* better than
-# the random walk. With γ = 0 (fit to $D_t$ only, fig 3.18) the random walk's √t-shaped $D_t$
-# follows the model's $D_t$ *shape* better.
+# the random walk (check: per seed, log of the AR objective over the RW objective < 0). Fig 3.18
+# (SGDM) fits both with γ = 0 ($D_t$ only), and the thesis reads from it that "the shape of the
+# total Euclidian distance" is "better fit by a random walk" than by the AR process of fig 3.17.
+#
+# **What fig 3.18's check compares, and why.** The AR process contains the random walk (α → 1),
+# so an AR fitted with γ = 0 fits $D_t$ at least as well as the random walk fitted with γ = 0
+# (both objectives are shown in `ours`): the sentence cannot mean that comparison. It follows the
+# remark that the fig 3.17 AR's $D_t$ shape "is not quite the same" as the measured one, so we
+# compare the random walk's γ = 0 fit with the *shape* of the fig 3.17 AR fit: both curves are
+# scaled to $D_t$ by least squares and judged by eq. 3.15 with γ = 0 (the sum of squared errors,
+# the thesis's own measure of fit). Per SGDM seed, log(RW error / AR error) < 0 means the random
+# walk's shape fits better. (The former check used a relative RMS error, which is not the
+# thesis's measure.)
 #
 # **Conclusion, corrected.** §3.2.7 ends "deep network optimisation is mean-reverting, but it is
 # directed"; its own argument (the non-mean-reverting random walk fits the shape better) implies
@@ -575,39 +730,46 @@ if not na_checks("fig3.12B", RUNS, MORE_DIRECTED):
 
 # %%
 AR_BETTER = "the AR fit's objective (eq. 3.15) is lower than the random walk's"
+AR_QUOTE = ("We plot the results in figures 3.17a and 3.17b, and we can see that the AR process "
+            "is a much better fit than the random walk in terms of the magnitude of the values, "
+            "as expected.")
 for panel, name in (("A", "sgdm"), ("B", "adam")):
-    f = fits.get(name)
+    f0 = fits[name][0]
     fig, ax = plt.subplots(figsize=(8, 4.5))
-    plot_distances(ax, name, [("RW", f["rw"], "--"), ("AR", f["ar"], ":")] if f else [])
-    out.savefig(fig, f"fig3.17{panel}", note=f"gamma = {f['gamma']:.4f}" if f else why_na[name])
+    plot_distances(ax, name, [("RW", f0["rw"], "--"), ("AR", f0["ar"], ":")] if f0 else [])
+    out.savefig(fig, f"fig3.17{panel}", seeds=[0],
+                note=f"gamma = {f0['gamma']:.4f}" if f0 else "seed 0 diverged: no fit")
     if na_checks(f"fig3.17{panel}", [name], AR_BETTER):
         continue
-    out.check(f"fig3.17{panel}", AR_BETTER, bool(f["ar"]["objective"] < f["rw"]["objective"]),
-              ours=f"{f['ar']['objective']:.4g} vs {f['rw']['objective']:.4g}",
+    log_ratio = np.array([np.nan if f is None else np.log(f["ar"]["objective"] / f["rw"]["objective"])
+                          for f in fits[name]])
+    obj = {m: mean_of([np.nan if f is None else f[m]["objective"] for f in fits[name]])
+           for m in ("ar", "rw")}
+    out.check(f"fig3.17{panel}", AR_BETTER, mean_interval(log_ratio, threshold=0.0, side="less"),
+              detail=seeds_note([name]), quote=AR_QUOTE,
+              ours=f"{obj['ar']:.4g} vs {obj['rw']:.4g} (seed means); log(AR / RW) "
+                   f"{mean_interval(log_ratio).text()}",
               source="prototype (digest): 928 vs 12581 for SGDM")
 
 fig, ax = plt.subplots(figsize=(8, 4.5))
-f = fits.get("sgdm")
-plot_distances(ax, "sgdm", [("RW, $\\gamma=0$", f["rw0"], "--"), ("AR, $\\gamma=0$", f["ar0"], ":")] if f else [])
-out.savefig(fig, "fig3.18", note="gamma = 0" if f else why_na["sgdm"])
-
-
-def shape_error(curve, model):
-    """RMS relative error after scaling the model curve to the data (shape only)."""
-    scale = np.dot(curve, model) / np.dot(model, model)
-    return float(np.sqrt(np.mean((scale * model / curve - 1) ** 2)))
-
-
-SHAPE = ("with gamma = 0 the random walk's sqrt(t) shape follows D_t better than the "
-         "(gamma-balanced) AR fit's")
+f0 = fits["sgdm"][0]
+plot_distances(ax, "sgdm", [("RW, $\\gamma=0$", f0["rw0"], "--"), ("AR, $\\gamma=0$", f0["ar0"], ":")]
+               if f0 else [])
+out.savefig(fig, "fig3.18", seeds=[0], note="gamma = 0" if f0 else "seed 0 diverged: no fit")
+SHAPE = ("the random walk fitted with gamma = 0 follows the shape of D_t better than the "
+         "fig 3.17 AR fit (squared error after scaling each to D_t)")
+SHAPE_QUOTE = ("We check the match of shape of the total Euclidian distance for a random walk by "
+               "setting $\\gamma = 0$ for our minimisation equation (3.15) and find, figure 3.18 "
+               "that curve of the total Euclidian distance is better fit by a random walk.")
 if not na_checks("fig3.18", ["sgdm"], SHAPE):
-    r = traj("sgdm")
-    tt = np.arange(1, len(r["dt"]) + 1)
-    rw_shape = shape_error(r["dt"], tj.rw_expected_dt(tt, 1.0, f["n"]))
-    ar_shape = shape_error(r["dt"], tj.ar_expected_dt(tt, f["ar"]["alpha"], f["ar"]["sigma"], f["n"], f["ar"]["d"]))
-    out.check("fig3.18", SHAPE, bool(rw_shape < ar_shape),
-              ours=f"RMS relative shape error RW {rw_shape:.3f} vs AR {ar_shape:.3f}; "
-                   f"gamma=0 objectives RW {f['rw0']['objective']:.3g}, AR {f['ar0']['objective']:.3g}")
+    shape = np.array([np.nan if f is None else ch4.shape_log_ratio(traj(r)["dt"], f)
+                      for r, f in zip(runs["sgdm"], fits["sgdm"])])
+    obj0 = {m: mean_of([np.nan if f is None else f[m]["objective"] for f in fits["sgdm"]])
+            for m in ("rw0", "ar0")}
+    out.check("fig3.18", SHAPE, mean_interval(shape, threshold=0.0, side="less"),
+              detail=seeds_note(["sgdm"]), quote=SHAPE_QUOTE,
+              ours=f"log(RW error / AR shape error) {mean_interval(shape).text()}; "
+                   f"gamma = 0 objectives (seed means): RW {obj0['rw0']:.3g}, AR {obj0['ar0']:.3g}")
 
 # %% [markdown]
 # ## Summary
@@ -618,6 +780,5 @@ if not na_checks("fig3.18", ["sgdm"], SHAPE):
 # %%
 checks = pd.DataFrame(out.checks())
 print(f"training time {train_time:.0f} s (0 when cached); checks: "
-      f"{(checks['verdict'] == 'PASS').sum()} pass, {(checks['verdict'] == 'FAIL').sum()} fail, "
-      f"{(checks['verdict'] == 'N/A').sum()} N/A")
+      + ", ".join(f"{(checks['verdict'] == v).sum()} {v}" for v in ("PASS", "FAIL", "INCONCLUSIVE", "N/A")))
 checks[["item_id", "verdict", "claim", "ours"]]

@@ -55,6 +55,18 @@
 # (vi) The torchvision models are built with 10 outputs; the source's code kept the 1000-way
 # ImageNet head (cross-entropy on 10 labels is nearly unaffected). (vii) The P-VAE of fig 5.9 is
 # described with a Poisson *decoder*, the cited model has Poisson *latents*; we follow the thesis.
+#
+# **How a check is judged** (`lalr_core.core.evidence`, `ox.verdicts`). A comparison of runs is
+# PASS or FAIL only when its 95% interval lies on one side of the claim's threshold, and
+# INCONCLUSIVE when the interval covers it: over seeds a paired t interval (a seed's SGDM and
+# Orth-SGDM runs share the initialisation and the data order); with one seed the paired bootstrap
+# over the test examples, or the conservative normal interval of two accuracies. A claim "on every
+# model" is PASS only if every model PASSes, FAIL if any model FAILs, else INCONCLUSIVE (the record
+# shows the deciding model's interval); a claim about "most" cells or checkpoints is PASS when more
+# than half PASS and FAIL when no more than half could hold even if every undecided one did. Each
+# check carries the source's own sentence (`quote`), shown in `REPORT.md`. Where the source gives
+# numbers, its cells stand beside ours with the difference; at the paper profile a column says
+# whether our mean lies within the source's mean ± SE.
 
 # %% tags=["parameters"]
 # parameters
@@ -68,6 +80,7 @@ import pandas as pd
 
 from lalr_core.chapters import ch06_orthogonal_sgdm as ox
 from lalr_core.chapters import chapter_settings
+from lalr_core.core.evidence import mean_interval, paired_difference
 from lalr_core.core.units import train_runs
 from lalr_core.core.figures import FigureWriter, bplot, bplot_stats, set_style
 from lalr_core.core.runs import cached
@@ -84,6 +97,13 @@ def runs(section):
     """Configs and results of one section (from the cache once the sweep below has run)."""
     cfgs, callbacks = ox.CHAPTER.runs(S, section)   # configs and the probes on each
     return cfgs, train_runs(cfgs, callbacks=callbacks, workers=S.workers, executor=S.executor)
+
+
+def judged(item, claim, evidence, detail="", **kw):
+    """`out.check` of a claim over several parts (`ox.every`, `ox.most`): the detail says which
+    part decided it, or what the count counts (REPORT.md prints the interval, not its method)."""
+    how = getattr(evidence, "method", "")             # None (N/A) has none
+    return out.check(item, claim, evidence, detail="; ".join(x for x in (detail, how) if x), **kw)
 
 
 pd.Series(S.as_dict(), dtype=object).to_frame("setting")
@@ -107,7 +127,7 @@ f"{len(all_cfgs)} runs"
 # "5.4.1-untuned": batch 1024, lr 1e-2, momentum 0.9, wd 5e-4, 100 epochs, no schedule (digest
 # G20), on ten CIFAR-10 models, five runs. Quick: BasicCNN-FM, ResNet-8-FM and an MLP on 10k
 # Fashion-MNIST images, batch 256, 8 epochs, 3 seeds. The same runs feed table 5.3, figs 5.1,
-# 5.3–5.6, G.1, and (seed 0, via probes attached during training) figs 5.12 and 5.13. We also train
+# 5.3–5.6, G.1, and (every seed, via probes attached during training) figs 5.12 and 5.13. We also train
 # Orth-SGDM with Newton–Schulz instead of the SVD (`ns_seeds` seeds, paired with the SVD runs of the
 # same seeds: same initialisation and data order) to measure the accuracy cost of the approximation.
 
@@ -115,27 +135,31 @@ f"{len(all_cfgs)} runs"
 suite_cfgs, suite_res = runs("suite")
 suite = ox.run_table(suite_cfgs, suite_res)
 hist = {(c.model, ox.variant_of(c), c.seed): r for c, r in zip(suite_cfgs, suite_res)}
+R = ox.results_by(suite_cfgs, suite_res, lambda c: (c.model, ox.variant_of(c)))  # seed order
 suite.groupby(["model", "variant"])[["test_acc", "wall_time_s"]].mean()
 
 # %% [markdown]
 # ### Table 5.3 · test loss and accuracy, SGDM vs Orthogonal-SGDM
 #
 # *Source:* Orth-SGDM has the higher test accuracy on all ten models (e.g. ResNet-20 87.12 vs
-# 79.14 %), and the gap grows with model size for the torchvision ResNets. *Check:* for every model
-# our Orth-SGDM mean test accuracy is at least SGDM's minus the combined standard error.
+# 79.14 %), and the gap grows with model size for the torchvision ResNets. *Check:* on every model
+# Orth-SGDM's test accuracy is above SGDM's (paired by seed; `seeds` seeds). The source's cells
+# stand beside ours for the same (at quick: the analogous) model, with the difference.
 
 # %%
 t53 = ox.mean_se(suite[suite.variant != "ns_orth_sgdm"], ["model", "variant"])
 t53 = ox.beside_source(t53, ox.read_source("5.3"), ["model", "variant"], S.source_analogue)
-out.save_table(t53, "table5.3", params=S.as_dict(), note="source_* = the source's cells for the (analogous) model")
-wide = t53.pivot(index="model", columns="variant", values=["test_acc_mean", "test_acc_se", "source_test_acc_mean"])
-wide.columns = [f"{a}:{b}" for a, b in wide.columns]
-gap = wide["test_acc_mean:orth_sgdm"] - wide["test_acc_mean:sgdm"]
-tol = np.hypot(wide["test_acc_se:orth_sgdm"], wide["test_acc_se:sgdm"])
-out.check("table5.3", "Orth-SGDM test accuracy >= SGDM's on every model (within SE)",
-          bool((gap >= -tol).all()), ours={m: round(float(v), 2) for m, v in gap.items()},
-          source="Orth - SGDM: +3.1 (BasicCNN) to +18.5 (ResNet-50) points")
-wide.round(2)
+t53 = ox.vs_source(ox.vs_source(t53, "test_acc_mean", "source_test_acc_mean", profile),
+                   "test_loss_mean", "source_test_loss_mean", profile)
+out.save_table(t53, "table5.3", params=S.as_dict(),
+               note="source_* = the source's cells for the (analogous) model; *_minus_source = ours - source")
+BETTER = ("Orthogonal-SGDM is more efficient and achieves better test accuracy than SGDM for every "
+          "model we trained in this experiment.")
+ev53 = {m: ox.run_difference(R[(m, "orth_sgdm")], R[(m, "sgdm")]) for m in S.suite_models}  # points
+judged("table5.3", "Orth-SGDM's test accuracy is above SGDM's on every model", ox.every(ev53),
+          ours=ox.texts(ev53), source="Orth - SGDM: +3.07 (BasicCNN) to +18.52 (ResNet-50) points",
+          quote=BETTER)
+t53.set_index(["model", "variant"]).filter(regex="test_acc").round(2)
 
 
 # %% [markdown]
@@ -144,9 +168,12 @@ wide.round(2)
 # *Source:* Orth-SGDM reaches 50 % validation accuracy on CIFAR-10/ResNet-20 after 1 epoch instead
 # of 4 (fig 5.1, unspecified in the thesis: we draw ResNet-20's (`f51_model`), or BasicCNN-FM's
 # at quick scale; digest G23); validation (5.3, 5.4) and train (5.5, 5.6) curves rise faster for
-# every model, and final accuracies are comparable or better. Seed 0; SGDM dashed, Orth-SGDM solid.
-# *Checks (digest §6):* Orth's epoch-1 validation accuracy is higher, it reaches the 80 % mark in
-# fewer epochs, and its final accuracy is within 1 point of SGDM's or better.
+# every model, and final accuracies are better (table 5.3). Seed 0 drawn; SGDM dashed, Orth-SGDM
+# solid. *Checks*, each paired over the `seeds` seeds and on every model shown (G.1: every model):
+# Orth's epoch-1 validation accuracy is higher and its loss lower (train: the mean over epoch 1),
+# it reaches the `f53_mark` validation accuracy in fewer epochs (the source's 50 % at paper; 80 % on
+# Fashion-MNIST, digest §6), and its final validation accuracy is higher (the source's "better test
+# accuracy for every model"; the digest's reduced "within 1 point" was weaker than that sentence).
 
 # %%
 def curves(item, column, ylabel, models, cmap=None):
@@ -176,32 +203,47 @@ curves("figG.1A", "val_acc", "validation accuracy", list(S.suite_models), cmap="
 curves("figG.1B", "val_loss", "validation loss", list(S.suite_models), cmap="jet_r")
 plt.close("all")
 
-def at_epoch1(m, v, col):
-    return float(hist[(m, v, 0)]["history"][col].iloc[0])
+def at_epoch1(col):
+    return lambda r: r["history"][col].iloc[0]
 
-e1 = {m: (at_epoch1(m, "orth_sgdm", "val_acc") - at_epoch1(m, "sgdm", "val_acc")) * 100 for m in S.suite_models}
-reach = {m: (ox.epochs_to_reach(hist[(m, "orth_sgdm", 0)]["history"], 80),
-             ox.epochs_to_reach(hist[(m, "sgdm", 0)]["history"], 80)) for m in S.suite_models}
-final = {m: (hist[(m, "orth_sgdm", 0)]["final"]["val_acc"] - hist[(m, "sgdm", 0)]["final"]["val_acc"]) * 100
-         for m in S.suite_models}
-out.check("fig5.1", "Orth-SGDM's epoch-1 validation accuracy is higher than SGDM's",
-          e1[first] > 0, ours=f"{e1[first]:+.1f} points ({first})", source="50 % after 1 epoch vs 4")
-faster = [np.nan_to_num(o, nan=99) <= np.nan_to_num(s_, nan=99) and not np.isnan(o) for o, s_ in reach.values()]
-out.check("fig5.3", "Orth-SGDM reaches 80 % validation accuracy in fewer (or equal) epochs, every model",
-          bool(all(faster)), ours={m: list(v) for m, v in reach.items()})
-out.check("fig5.3", "Orth-SGDM's epoch-1 validation accuracy is higher on every model",
-          all(v > 0 for v in e1.values()), ours={m: round(v, 1) for m, v in e1.items()})
-out.check("fig5.3", "final validation accuracy within 1 point of SGDM or better, every model",
-          all(v >= -1 for v in final.values()), ours={m: round(v, 2) for m, v in final.items()})
-vl = {m: at_epoch1(m, "orth_sgdm", "val_loss") < at_epoch1(m, "sgdm", "val_loss") for m in S.suite_models}
-out.check("fig5.4", "Orth-SGDM's epoch-1 validation loss is lower on every model", all(vl.values()), ours=vl)
-ta = {m: at_epoch1(m, "orth_sgdm", "train_acc") > at_epoch1(m, "sgdm", "train_acc") for m in S.suite_models}
-out.check("fig5.5", "Orth-SGDM's epoch-1 train accuracy is higher on every model", all(ta.values()), ours=ta)
-tl = {m: at_epoch1(m, "orth_sgdm", "train_loss") < at_epoch1(m, "sgdm", "train_loss") for m in S.suite_models}
-out.check("fig5.6", "Orth-SGDM's epoch-1 train loss is lower on every model", all(tl.values()), ours=tl)
-out.check("figG.1A", "all models: Orth-SGDM above SGDM at epoch 1 (validation accuracy)",
-          all(v > 0 for v in e1.values()), ours={m: round(v, 1) for m, v in e1.items()})
-out.check("figG.1B", "all models: Orth-SGDM below SGDM at epoch 1 (validation loss)", all(vl.values()), ours=vl)
+
+def orth_minus_sgdm(models, value, **claim):   # per model, paired by seed
+    return {m: ox.run_difference(R[(m, "orth_sgdm")], R[(m, "sgdm")], value, **claim) for m in models}
+
+
+FASTER = ("More importantly though, we can see that the model learns much faster at the beginning of "
+          "training, as shown by figure 5.3, this means that we do not need as many epochs to get to a "
+          "well-performing network.")
+acc1 = dict(scale=100, n_test=S.n_val)             # validation accuracies, points
+e1 = orth_minus_sgdm(S.suite_models, at_epoch1("val_acc"), **acc1)
+vl1 = orth_minus_sgdm(S.suite_models, at_epoch1("val_loss"), side="less", scale=1)
+out.check("fig5.1", "Orth-SGDM's validation accuracy after epoch 1 is above SGDM's (the speed-up)",
+          e1[first], ours=f"{e1[first].text()} ({first})", source="ResNet-20, tuned (table 5.2): 50 % after 1 epoch vs 4",
+          quote="We introduce a diversification bias in the form of orthogonalised gradients and find a "
+                "resultant speed-up in learning and sometimes improved performance, see figure 5.1.")
+reach = {m: ox.run_difference(R[(m, "sgdm")], R[(m, "orth_sgdm")], lambda r: ox.epochs_to_mark(r, S.f53_mark),
+                              scale=1) for m in shown}  # SGDM's epochs - Orth's
+judged("fig5.3", f"Orth-SGDM reaches {S.f53_mark:g} % validation accuracy in fewer epochs than SGDM, every model",
+          ox.every(reach), ours=ox.texts(reach), quote=FASTER,
+          detail=f"epochs SGDM - Orth; a run that never reaches the mark counts as {S.epochs} + 1 epochs")
+judged("fig5.3", "Orth-SGDM's validation accuracy after epoch 1 is above SGDM's, every model",
+          ox.every({m: e1[m] for m in shown}), ours=ox.texts({m: e1[m] for m in shown}), quote=FASTER)
+final = orth_minus_sgdm(shown, "val_acc", **acc1)
+judged("fig5.3", "Orth-SGDM's final validation accuracy is above SGDM's, every model", ox.every(final),
+          ours=ox.texts(final), quote=BETTER)
+judged("fig5.4", "Orth-SGDM's validation loss after epoch 1 is below SGDM's, every model",
+          ox.every({m: vl1[m] for m in shown}), ours=ox.texts({m: vl1[m] for m in shown}, 3), quote=FASTER)
+ta = orth_minus_sgdm(shown, at_epoch1("train_acc"), scale=100)
+judged("fig5.5", "Orth-SGDM's train accuracy over epoch 1 is above SGDM's, every model", ox.every(ta),
+          ours=ox.texts(ta), quote=FASTER)
+tl = orth_minus_sgdm(shown, at_epoch1("train_loss"), side="less", scale=1)
+judged("fig5.6", "Orth-SGDM's train loss over epoch 1 is below SGDM's, every model", ox.every(tl),
+          ours=ox.texts(tl, 3), quote=FASTER)
+judged("figG.1A", "all models: Orth-SGDM's validation accuracy after epoch 1 is above SGDM's", ox.every(e1),
+          ours=ox.texts(e1), quote=FASTER)
+judged("figG.1B", "all models: Orth-SGDM's validation loss after epoch 1 is below SGDM's", ox.every(vl1),
+          ours=ox.texts(vl1, 3), quote=FASTER)
+pd.DataFrame({"epoch-1 val acc": ox.texts(e1), "epoch-1 val loss": ox.texts(vl1, 3)})
 
 # %% [markdown]
 # ### The cost of the approximation and of the SVD
@@ -211,7 +253,10 @@ out.check("figG.1B", "all models: Orth-SGDM below SGDM at epoch 1 (validation lo
 # digest G25). Newton–Schulz (Muon's quintic iteration) is cheaper but only approximately
 # orthogonal: singular values land in [0.68, 1.14] instead of 1. Below: test accuracy of the two
 # (the time cost is measured by `make bench` as ratios in one run; the wall times of these runs,
-# trained two at a time in parallel processes, are too noisy for that).
+# trained two at a time in parallel processes, are too noisy for that). *Check (ours, not the
+# source's):* on every model the two accuracies are within 1 point (our tolerance), paired by seed;
+# with one seed (`ns_seeds` = 1 at quick) the interval is the paired bootstrap over the test
+# examples, which leaves out the run-to-run spread of training.
 
 # %%
 ns = ox.mean_se(suite[suite.seed < S.ns_seeds], ["model", "variant"], cols=("test_acc",))  # paired seeds
@@ -219,8 +264,11 @@ ns_table = ns.pivot(index="model", columns="variant", values="test_acc_mean")
 ns_table["svd_minus_ns"] = ns_table["orth_sgdm"] - ns_table["ns_orth_sgdm"]
 out.save_table(ns_table.reset_index(), "ns_vs_svd", params=S.as_dict(),
                note="not a source item: test accuracy (%) of Newton-Schulz vs SVD Orth-SGDM")
-out.check("ns_vs_svd", "(ours, not the source's) Newton-Schulz Orth-SGDM within 1 point of SVD Orth-SGDM, every model",
-          bool((ns_table["svd_minus_ns"].abs() <= 1).all()), ours=ns_table["svd_minus_ns"].round(2).to_dict())
+ev_ns = {m: ox.run_difference(R[(m, "orth_sgdm")][:S.ns_seeds], R[(m, "ns_orth_sgdm")], threshold=1,
+                              side="within") for m in S.suite_models}   # SVD - NS, points
+judged("ns_vs_svd", "(ours, not the source's) Newton-Schulz Orth-SGDM's test accuracy is within 1 point of "
+          "SVD Orth-SGDM's, every model", ox.every(ev_ns), ours=ox.texts(ev_ns),
+          detail="our own check (the source uses the exact SVD only); the 1-point tolerance is ours")
 ns_table.round(3)
 
 # %% [markdown]
@@ -231,9 +279,16 @@ ns_table.round(3)
 # orthogonal Adam variants lose about a point; table 5.2: orthogonal variants reach the 50–85 %
 # marks in far fewer epochs (e.g. 80 %: Orth-Adam 8 vs Adam 20 epochs). The orthogonal variants'
 # hyper-parameters are not listed; we use their base's (digest G10). Quick: BasicCNN-FM, 10 epochs,
-# milestones 6/8, Adam lr 1e-3 (the digest's reduction), 2 seeds, FM-scaled thresholds; AdamW on
-# ResNet-18 runs at paper only. *Checks:* every orthogonal variant within 2 points of its base and
-# nothing diverges; at the two lowest thresholds each orthogonal variant needs no more epochs.
+# milestones 6/8, Adam lr 1e-3 and SGDM wd 1e-3 (the digest's reduction), FM-scaled thresholds,
+# 3 seeds (2 before: a paired t interval on 2 seeds has 12.7 standard errors per side and decides
+# nothing); AdamW on ResNet-18 runs at paper only. *Checks:* every orthogonal variant on the
+# ResNet-20 (quick: BasicCNN-FM) is within one point of its base or above ("within one percentage
+# point or above", the source's own criterion; a diverged run counts 0 %), paired by seed; table
+# 5.2: across most (mark, optimiser) pairings the orthogonal variant needs fewer epochs (a count
+# over pairings, each paired by seed). A pairing whose runs all reach the mark in epoch 1 is left
+# out: epochs are the source's unit, and at quick scale every optimiser passes 60 % (and most
+# pass 75 %) within the first epoch, so those pairings tie at the floor whatever the speed-up.
+# The source's cells stand beside ours with the difference.
 
 # %%
 t51 = ox.table51_configs(S)
@@ -242,13 +297,21 @@ names = [n for n, cs in t51.items() for _ in cs]
 t51_df = ox.run_table(flat, t51_res).assign(optimizer=names)
 table51 = ox.mean_se(t51_df, ["optimizer"])
 table51 = ox.beside_source(table51, ox.read_source("5.1"), ["optimizer"])
-out.save_table(table51, "table5.1", params=S.as_dict())
+table51 = ox.vs_source(ox.vs_source(table51, "test_acc_mean", "source_test_acc_mean", profile),
+                       "test_loss_mean", "source_test_loss_mean", profile)
+out.save_table(table51, "table5.1", params=S.as_dict(), note="*_minus_source = ours - source")
+T51 = {}
+for name, res in zip(names, t51_res):          # table51_configs lists seeds 0, 1, ... per optimiser
+    T51.setdefault(name, []).append(res)
 pairs = [(n, n[5:]) for n in t51 if n.startswith("orth_")]
-acc = table51.set_index("optimizer")["test_acc_mean"]
-diffs = {o: round(float(acc[o] - acc[b]), 2) for o, b in pairs}
-out.check("table5.1", "every orthogonal variant within 2 points of its base, and nothing diverges",
-          all(d >= -2 for d in diffs.values()) and int(table51["diverged"].sum()) == 0,
-          ours=diffs, source="Orth-SGDM +0.63, Orth-Adam -0.81, clipped: +3.46 / -1.00")
+ev51 = {o: ox.run_difference(T51[o], T51[b], threshold=-1)   # Orth - base, points
+        for o, b in pairs if o != "orth_adamw_clip"}          # the sentence is about the ResNet-20 runs
+judged("table5.1", "every orthogonal variant's test accuracy is within one point of its base's or above",
+          ox.every(ev51), ours=ox.texts(ev51),
+          source="Orth - base: SGDM +0.63, Adam -0.81, SGDM clip +3.46, Adam clip -1.00 (AdamW clip, ResNet-18: -3.65)",
+          quote="For instance, we can reproduce the performance given in the original paper [30] with our setup, "
+                "and our experiments on resnet-20 are all within one percentage point or above their non "
+                "orthogonalised versions and are in the same ballpark as the state-of-the-art results [149].")
 table51.round(3)
 
 # %%
@@ -259,13 +322,25 @@ for (name, cfgs), start in zip(t51.items(), np.cumsum([0] + [len(c) for c in t51
     rows.append({"optimizer": name, **{f"acc{t}": float(np.median(col)) if not np.isnan(col).any() else np.nan
                                        for t, col in zip(thr, np.array(reached).T)}})
 table52 = ox.beside_source(pd.DataFrame(rows), ox.read_source("5.2"), ["optimizer"])
-out.save_table(table52, "table5.2", params=S.as_dict(), note=f"median epoch over seeds; thresholds {thr} %")
-t52 = table52.set_index("optimizer")
-low = [f"acc{t}" for t in thr[:2]]
-ok52 = {o: bool((np.nan_to_num(t52.loc[o, low], nan=1e9) <= np.nan_to_num(t52.loc[b, low], nan=1e9)).all())
-        for o, b in pairs}
-out.check("table5.2", f"at the {thr[0]} and {thr[1]} % marks each orthogonal variant needs <= its base's epochs",
-          all(ok52.values()), ours=ok52, source="50 %: 1-2 epochs (orth) vs 4 (base)")
+for t in thr:
+    if f"source_acc{t}" in table52:
+        table52[f"acc{t}_minus_source"] = table52[f"acc{t}"] - table52[f"source_acc{t}"]
+out.save_table(table52, "table5.2", params=S.as_dict(),
+               note=f"median epoch over seeds (NaN: a seed never got there); thresholds {thr} %")
+ev52 = {f"{o} @ {t:g} %": ox.run_difference(T51[b], T51[o], lambda r, t=t: ox.epochs_to_mark(r, t), scale=1)
+        for o, b in pairs for t in thr                   # base's epochs - orth's, paired by seed
+        if any(ox.epochs_to_mark(r, t) <= S.t51_epochs for r in T51[o] + T51[b])   # someone got there
+        and not all(ox.epochs_to_mark(r, t) == 1 for r in T51[o] + T51[b])}      # not all at epoch 1
+judged("table5.2", "across most pairings of validation-accuracy mark and optimiser, the orthogonal variant "
+          "reaches the mark in fewer epochs than its base", ox.most(ev52), ours=ox.texts(ev52),
+          source="orthogonal fewer in 17 of 20 pairings (equal: SGDM at 85 %; more: Adam, Adam clip at 90 %)",
+          detail=f"epochs base - orth, paired by seed; a run that never reaches a mark counts as "
+                 f"{S.t51_epochs} + 1 epochs; left out: marks no run reached, and marks every run of both "
+                 "reached in epoch 1 (whole epochs cannot tell those apart)",
+          quote="We can see that, across most pairings of accuracy checkpoints and optimiser that the orthogonal "
+                "version reaches the said accuracy in less epochs, the major exception to this being Adam in "
+                "the late stages of training, where Adam reaches 90% accuracy after 101 epochs whilst "
+                "Orthogonal-Adam reaches 90% accuracy after 105.")
 table52
 
 # %% [markdown]
@@ -274,8 +349,11 @@ table52
 # *Source:* over a grid of lr × momentum (β₁ for Adam, β₂ = 0.999), orthogonal SGDM and Adam beat
 # the originals in every cell, most at low-lr SGDM and high-lr Adam, and Orth-SGDM works even
 # with momentum 0 (2n memory). Quick: BasicCNN-FM, 3 epochs, lr {1e-1, 1e-2, 1e-3} × momentum
-# {0.9, 0}, 1 seed (24 runs, through the sweep executor). *Checks:* Orth ≥ original in most cells;
-# the accuracy range over the grid is narrower for the orthogonal variants.
+# {0.9, 0}, 1 seed (24 runs, through the sweep executor). *Checks:* the orthogonal optimiser's test
+# accuracy is above the original's in most cells (each cell: with one seed, the paired bootstrap
+# over the test examples; over seeds at paper); the accuracy range over the grid is narrower with
+# orthogonalisation, for SGDM and for Adam (bootstrap over test examples of the two ranges; over
+# seeds at paper). The source's cells stand beside ours.
 
 # %%
 t54 = ox.table54_configs(S)
@@ -285,15 +363,25 @@ df54 = ox.run_table(flat54, res54).assign(lr=[k[0] for k in keys54], momentum=[k
                                           base=[k[2] for k in keys54], orth=[k[3] for k in keys54])
 table54 = ox.mean_se(df54, ["lr", "momentum", "base", "orth"], cols=("test_acc",))
 table54 = ox.beside_source(table54, ox.read_source("5.4"), ["lr", "momentum", "base", "orth"])
+table54 = ox.vs_source(table54, "test_acc_mean", "source_test_acc_mean", profile)
 grid = table54.pivot_table(index=["lr", "momentum"], columns=["base", "orth"], values="test_acc_mean")
-out.save_table(table54, "table5.4", params=S.as_dict())
-better = np.concatenate([(grid[(b, True)] >= grid[(b, False)]).to_numpy() for b in ("sgdm", "adam")])
-ranges = {f"{b}{'_orth' if o else ''}": float(np.ptp(grid[(b, o)])) for b in ("sgdm", "adam") for o in (False, True)}  # points
-out.check("table5.4", "Orth >= original in most grid cells", bool(better.mean() > 0.5),
-          ours=f"{better.sum()}/{better.size} cells", source="40/40 cells")
-out.check("table5.4", "the accuracy range across the grid is narrower with orthogonalisation (SGDM and Adam)",
-          ranges["sgdm_orth"] < ranges["sgdm"] and ranges["adam_orth"] < ranges["adam"],
-          ours={k: round(v, 1) for k, v in ranges.items()})
+out.save_table(table54, "table5.4", params=S.as_dict(), note="*_minus_source = ours - source")
+R54 = {}
+for k, res in zip(keys54, res54):                 # (lr, momentum, base, orth) -> runs in seed order
+    R54.setdefault(k, []).append(res)
+cells = [(lr, mom) for lr in S.t54_lrs for mom in S.t54_moms]
+ev54 = {f"{b} lr={lr:g} mom={mom:g}": ox.run_difference(R54[(lr, mom, b, True)], R54[(lr, mom, b, False)])
+        for b in ("sgdm", "adam") for lr, mom in cells}          # Orth - original, points
+ROBUST = ("From table 5.4 we see that, in general, the orthogonalised versions of SGDM and Adam outperform "
+          "their original counterparts and that they survive a wider range of hyper-parameter values.")
+judged("table5.4", "the orthogonal optimiser's test accuracy is above the original's in most grid cells",
+          ox.most(ev54), ours=ox.texts(ev54), source="40/40 cells", quote=ROBUST)
+ranges = {b: ox.grid_range_difference([R54[(lr, mom, b, False)] for lr, mom in cells],
+                                      [R54[(lr, mom, b, True)] for lr, mom in cells]) for b in ("sgdm", "adam")}
+judged("table5.4", "the test-accuracy range across the grid is narrower with orthogonalisation, for SGDM and Adam",
+          ox.every(ranges), ours=ox.texts(ranges), quote=ROBUST,
+          source="range over the grid, original vs orthogonal: SGDM 62.99 vs 44.13, Adam 73.16 vs 31.61 points",
+          detail="range(original) - range(orthogonal), points")
 grid.round(2)
 
 # %% [markdown]
@@ -304,8 +392,9 @@ grid.round(2)
 # the paper profile this cell trains on ImageNet when it is under the data root
 # (`lalr_core.chapters.ch06_orthogonal_sgdm.imagenet`; preprocessing: the standard torchvision recipe, digest G26). Without
 # ImageNet it says so and draws the reduced analogue: the full 60k Fashion-MNIST, one epoch,
-# BasicCNN-FM, batch 1024, validation accuracy every few steps. *Check:* the Orth curve is above
-# SGDM's at most evaluation points.
+# BasicCNN-FM, batch 1024, validation accuracy every few steps, one seed. *Check:* the Orth curve
+# is above SGDM's at most evaluation points (each point: the conservative normal interval of two
+# accuracies on the `f57_n_val` validation images; ImageNet: its 50,000).
 
 # %%
 from lalr_core.chapters.ch06_orthogonal_sgdm import imagenet
@@ -327,10 +416,16 @@ fig, ax = plt.subplots(figsize=(7, 4))
 ax.plot(*xs["none"], **SGDM); ax.plot(*xs["orth"], **ORTH)
 ax.set_xlabel(xlabel); ax.set_ylabel("validation accuracy"); ax.legend()
 out.savefig(fig, "fig5.7", params=S.as_dict(), note="ImageNet" if on_imagenet else "reduced analogue (Fashion-MNIST)")
-above = float(np.mean(np.asarray(xs["orth"][1]) > np.asarray(xs["none"][1])))
-out.check("fig5.7", "Orth-SGDM's validation accuracy is above SGDM's at most evaluation points",
-          above > 0.5, ours=f"{100 * above:.0f} % of points" + ("" if on_imagenet else " (FM analogue)"),
-          source="67.5 % vs 61.9 % final test accuracy (ImageNet)")
+n57 = ox.IMAGENET_VAL_IMAGES if on_imagenet else S.f57_n_val
+ev57 = {f"{xlabel.split()[0]} {int(x)}": paired_difference([a], [b], n_test=n57, scale=100)  # Orth - SGDM, points
+        for x, a, b in zip(xs["orth"][0], xs["orth"][1], xs["none"][1])}
+judged("fig5.7", "Orth-SGDM's validation accuracy is above SGDM's at most evaluation points", ox.most(ev57),
+          ours=ox.texts(ev57), source="67.5 % vs 61.9 % final test accuracy (ImageNet)",
+          detail="ImageNet" if on_imagenet else "reduced analogue (Fashion-MNIST, one epoch)",
+          quote="While these results are some distance from the capabilities of the model they still demonstrate "
+                "a significant speed-up and improvement from using Orthogonal-SGDM, especially at the start of "
+                "learning, comparable to the CIFAR-10 results; and further reinforces how a dearth of "
+                "hyper-parameter tuning impedes performance.")
 
 # %% [markdown]
 # ## Fig 5.8 · Barlow Twins with LARS vs Orthogonal-LARS
@@ -340,17 +435,23 @@ out.check("fig5.7", "Orth-SGDM's validation accuracy is above SGDM's at most eva
 # trunk → projector 512-256-256, views = random crop (pad 2) + Gaussian noise 0.1, λ = 5e-3,
 # batch 256, LARS (trust 1e-3, momentum 0.9, lr 0.2, wd 1.5e-6, biases/BN excluded), 3 seeds; the
 # paper-scale version is `lalr_core.chapters.ch06_orthogonal_sgdm.imagenet.train_imagenet_barlow_twins` (ImageNet only).
-# *Check:* Orth-LARS's mean loss over the first 100 steps (`bt_window`) is lower.
+# *Check:* Orth-LARS's mean loss over the first 100 steps (`bt_window`) is below LARS's, paired
+# over the `unsup_seeds` seeds. *Is the run long enough?* The source's runs are ImageNet-long; we
+# lengthened the reduced run to 600 and to 2,000 steps (seed 0, outside this notebook): Orth-LARS's
+# loss stayed above LARS's in every 50-step block (steps 1–50: 39.8 vs 38.8; 1,951–2,000: 6.0 vs
+# 5.8), so a longer run within the chapter's budget would not show the speed-up either, and the
+# check stays on the 150-step run, judged as measured.
 
 # %%
 bt_cfgs = ox.barlow_twins_configs(S)
 if on_imagenet:  # the paper setting: ResNet-50 Barlow Twins on ImageNet, official defaults
-    loss = {o: cached(imagenet.barlow_twins_unit, dict(grad_transform="orth" if o else "none"),
-                      name="ch06_bt_imagenet")["steps"]["loss"].to_numpy() for o in (False, True)}
+    per_seed = {o: [cached(imagenet.barlow_twins_unit, dict(grad_transform="orth" if o else "none"),
+                           name="ch06_bt_imagenet")["steps"]["loss"].to_numpy()] for o in (False, True)}
 else:
     bt = train_runs(bt_cfgs, workers=S.workers, executor=S.executor)
-    loss = {o: np.mean([r["steps"]["loss"] for c, r in zip(bt_cfgs, bt) if ox.is_orthogonalised(c) == o], axis=0)
-            for o in (False, True)}
+    per_seed = {o: [r["steps"]["loss"].to_numpy() for c, r in zip(bt_cfgs, bt) if ox.is_orthogonalised(c) == o]
+                for o in (False, True)}                       # seed order
+loss = {o: np.mean(v, axis=0) for o, v in per_seed.items()}
 fig, ax = plt.subplots(figsize=(7, 4))
 steps = np.arange(1, len(loss[False]) + 1)
 ax.plot(steps, loss[False], color="C0", label="LARS"); ax.plot(steps, loss[True], color="C1", label="Orth-LARS")
@@ -358,9 +459,13 @@ ax.set_xlabel("step"); ax.set_ylabel("Barlow Twins loss"); ax.set_yscale("log");
 out.savefig(fig, "fig5.8", params=bt_cfgs[0].key(), seeds=list(range(S.unsup_seeds)),
             note="ImageNet" if on_imagenet else "reduced analogue (Fashion-MNIST)")
 n100 = min(S.bt_window, len(steps))
-out.check("fig5.8", f"Orth-LARS's Barlow Twins loss is lower over the first {S.bt_window} steps (seed mean)",
-          bool(loss[True][:n100].mean() < loss[False][:n100].mean()),
-          ours={"lars": round(float(loss[False][:n100].mean()), 1), "orth_lars": round(float(loss[True][:n100].mean()), 1)})
+window = {o: [float(x[:n100].mean()) for x in v] for o, v in per_seed.items()}   # per seed
+ev58 = paired_difference(window[True], window[False], side="less")               # Orth - LARS
+out.check("fig5.8", f"Orth-LARS's Barlow Twins loss is below LARS's over the first {S.bt_window} steps",
+          ev58, ours={"orth_minus_lars": ev58.text(), "lars": round(float(np.mean(window[False])), 2),
+                      "orth_lars": round(float(np.mean(window[True])), 2)},
+          quote="Comparing our own runs, we establish that self-orthogonalising the gradients before the LARS "
+                "algorithm does speed up learning as shown in figure 5.8, in agreement with previous experiments.")
 
 # %% [markdown]
 # ## Fig 5.9 · a Poisson VAE trained with Adam vs Orthogonal-Adam (encoder only)
@@ -370,21 +475,26 @@ out.check("fig5.8", f"Orth-LARS's Barlow Twins loss is lower over the first {S.b
 # settings are missing and its description (Poisson decoder likelihood) differs from the cited
 # P-VAE (Poisson latents); we implement the thesis's description (digest G17): MLP encoder
 # 784-256-32, decoder on counts round(10 x), Adam lr 1e-3, batch 128, 3 seeds; the paper profile
-# runs 200k steps. *Check:* Orth-Adam's seed-mean MSE is ≤ Adam's at most checkpoints (weak evidence).
+# runs 200k steps. *Check:* Orth-Adam's held-out MSE is below Adam's at most checkpoints, each
+# checkpoint paired over the `unsup_seeds` seeds.
 
 # %%
 vae_cfgs = ox.vae_configs(S)
 vae = train_runs(vae_cfgs, workers=S.workers, executor=S.executor)
-mse = {o: np.mean([r["evals"]["val_loss"] for c, r in zip(vae_cfgs, vae) if ox.is_orthogonalised(c) == o], axis=0)
-       for o in (False, True)}
+mse_seeds = {o: np.array([r["evals"]["val_loss"].to_numpy() for c, r in zip(vae_cfgs, vae)
+                         if ox.is_orthogonalised(c) == o]) for o in (False, True)}   # (seeds, checkpoints)
+mse = {o: v.mean(axis=0) for o, v in mse_seeds.items()}
 ev_steps = vae[0]["evals"]["step"]
 fig, ax = plt.subplots(figsize=(7, 4))
 ax.plot(ev_steps, mse[False], color="C0", label="Adam"); ax.plot(ev_steps, mse[True], color="C1", label="Orth-Adam")
 ax.set_xlabel("step"); ax.set_ylabel("held-out MSE (counts$^2$)"); ax.legend()
 out.savefig(fig, "fig5.9", params=vae_cfgs[0].key(), seeds=list(range(S.unsup_seeds)))
-frac = float(np.mean(mse[True][1:] <= mse[False][1:]))
-out.check("fig5.9", "Orth-Adam's held-out MSE <= Adam's at most checkpoints (3-seed mean)", frac > 0.5,
-          ours=f"{100 * frac:.0f} % of checkpoints")
+ev59 = {f"step {int(s)}": paired_difference(mse_seeds[True][:, i], mse_seeds[False][:, i], side="less")
+        for i, s in enumerate(ev_steps) if s > 0}        # Orth - Adam, paired by seed; step 0 = same init
+judged("fig5.9", "Orth-Adam's held-out MSE is below Adam's at most checkpoints", ox.most(ev59),
+          ours=ox.texts(ev59, 3),
+          quote="The orthogonalised optimiser achieves a lower reconstruction error earlier in training and "
+                "maintains a consistent edge over standard Adam throughout most of the trajectory.")
 
 # %% [markdown]
 # ## Figs 5.10 and 5.11 · do filters co-learn?
@@ -395,8 +505,11 @@ out.check("fig5.9", "Orth-Adam's held-out MSE <= Adam's at most checkpoints (3-s
 # gradients; the text and the source's code use weights, digest G14). The captions' "fourth layer
 # of a ResNet-20" does not exist; at paper we use ResNet-34's layer1[2].conv2 and layer4[1].conv1
 # (digest G13); at quick BasicCNN-FM's conv2 and conv3. Dashed: the Chebyshev threshold
-# 10/√P_l (eq. A.20); dotted: E|cos| of random vectors. *Checks:* at η = 1 SGDM's median |cos| is
-# above Orth's (mean over sampled batches); at η = 0.01 that gap shrinks or reverses.
+# 10/√P_l (eq. A.20); dotted: E|cos| of random vectors. *Checks* (one run per optimiser and lr:
+# a filter-similarity statistic of each run, not an accuracy, compared as measured, without an
+# interval): at η = 1 SGDM's median |cos| (mean over the sampled batches) is above Orth's; at
+# η = 0.01 the roles are reversed, Orth's above SGDM's (the source's sentence; the earlier check
+# "the gap shrinks or reverses" was weaker than it).
 
 # %%
 cos_cfgs, cos_res = runs("fig5.10")
@@ -420,13 +533,17 @@ for lr, item in zip(S.cos_lrs, ("fig5.10", "fig5.11")):
         med = {v: cos[(lr, v)].query("layer == @layer")["median"].mean() for v in ("sgdm", "orth_sgdm")}
         gaps[(lr, layer)] = med["sgdm"] - med["orth_sgdm"]
         if lr == S.cos_lrs[0]:
-            out.check(f"{item}{panel}", "at lr = 1, SGDM's filter |cos| is above Orth-SGDM's",
-                      bool(gaps[(lr, layer)] > 0), ours={k: round(float(x), 4) for k, x in med.items()})
+            out.check(f"{item}{panel}", f"at lr = {lr:g}, SGDM's filter |cos| is above Orth-SGDM's",
+                      bool(gaps[(lr, layer)] > 0), ours={k: round(float(x), 4) for k, x in med.items()},
+                      detail="one run each: median |cos| averaged over the sampled batches, no interval",
+                      quote="Indeed, when we contrast with Orthogonal-SGDM, we see that the components' parameters "
+                            "are less similar than they were with SGDM and do not include the initial spike.")
         else:
-            big = gaps[(S.cos_lrs[0], layer)]
-            out.check(f"{item}{panel}", "at lr = 0.01 the SGDM-Orth gap of lr = 1 shrinks or reverses",
-                      bool(gaps[(lr, layer)] < big), ours={"gap_lr1": round(float(big), 4),
-                                                           "gap_lr0.01": round(float(gaps[(lr, layer)]), 4)})
+            out.check(f"{item}{panel}", f"at lr = {lr:g} the roles are reversed: Orth-SGDM's filter |cos| is "
+                      "above SGDM's", bool(gaps[(lr, layer)] < 0), ours={k: round(float(x), 4) for k, x in med.items()},
+                      detail="one run each: median |cos| averaged over the sampled batches, no interval",
+                      quote="However, when the learning rate is lower, $\\eta = 0.01$, the roles are reversed "
+                            "figure 5.11.")
 pd.Series(gaps)
 
 # %% [markdown]
@@ -434,9 +551,12 @@ pd.Series(gaps)
 #
 # *Source:* for BasicCNN trained as in §5.4.1, the mean |cos| between distinct channels of each
 # block's output, E[R_l] (eqs. 5.11–5.12), is lower under Orth-SGDM. Post-ReLU block outputs, the
-# first 10 samples of every 10th batch (digest G15), recorded during the seed-0 suite runs.
-# *Check:* Orth's per-batch mean E[R_l] is below SGDM's for most (layer, batch) pairs, and it trends
-# downward over training.
+# first 10 samples of every 10th batch (digest G15), recorded during the suite runs of every seed
+# (seed 0 drawn). *Checks*, paired over the `seeds` seeds: (1) on every layer, Orth's E[R_l]
+# averaged over training is below SGDM's; (2) Orth's E[R_l] (mean over layers) declines over
+# training (the slope of a line fitted per seed, per 100 batches, below 0) (3) while SGDM's does
+# not (its slope is not negative). The earlier "below at most (layer, batch) pairs" of one run had
+# no interval; the earlier trend check tested only the first half of the source's sentence.
 
 # %%
 rep = {v: hist[(S.rep_model, v, 0)]["callbacks"]["representations"] for v in ("sgdm", "orth_sgdm")}
@@ -449,13 +569,29 @@ for ax, layer in zip(np.atleast_1d(axs), S.rep_modules):
     ax.set_title(f"l = {S.rep_modules.index(layer) + 1}"); ax.set_xlabel(f"batch / {S.rep_every}")
 np.atleast_1d(axs)[0].set_ylabel(r"$E[R_l]$"); np.atleast_1d(axs)[0].legend()
 out.savefig(fig, "fig5.12", params=S.as_dict(), seeds=[0])
-means = {v: rep[v].groupby(["layer", "step"])["similarity"].mean() for v in rep}
-below = float((means["orth_sgdm"] < means["sgdm"]).mean())
-orth_trend = np.polyfit(means["orth_sgdm"].index.get_level_values("step"), means["orth_sgdm"].to_numpy(), 1)[0]
-out.check("fig5.12", "Orth-SGDM's E[R_l] is below SGDM's for most layers and batches", below > 0.5,
-          ours=f"{100 * below:.0f} % of (layer, batch) pairs")
-out.check("fig5.12", "Orth-SGDM's E[R_l] trends downward over training", bool(orth_trend < 0),
-          ours=f"slope {orth_trend:.2e} per batch")
+rep_runs = {v: [r["callbacks"]["representations"] for r in R[(S.rep_model, v)]] for v in ("sgdm", "orth_sgdm")}
+layer_mean = {v: [d.groupby("layer")["similarity"].mean() for d in ds] for v, ds in rep_runs.items()}  # per seed
+ev512 = {layer: paired_difference([m[layer] for m in layer_mean["orth_sgdm"]],
+                                  [m[layer] for m in layer_mean["sgdm"]], side="less") for layer in S.rep_modules}
+judged("fig5.12", "Orth-SGDM's E[R_l] is below SGDM's on every layer", ox.every(ev512), ours=ox.texts(ev512, 3),
+          detail="E[R_l] averaged over the recorded batches, Orth - SGDM, paired by seed",
+          quote="We look at the statistics of the absolute cosine of all distinct pairs of different latent features, "
+                "[...] and see that the representations have smaller cosines, *i.e.* they are more diverse, when "
+                "using Orthogonal-SGDM versus SGDM — figure 5.12.")
+def rep_slope(d):
+    per_batch = d.groupby("step")["similarity"].mean()   # E[R], mean over layers and samples
+    return ox.slope(per_batch.index, per_batch.to_numpy(), per=100)   # change per 100 batches
+
+
+trend = {v: [rep_slope(d) for d in ds] for v, ds in rep_runs.items()}   # one slope per seed
+DECLINE = ("In addition, Orthogonal-SGDM shows a decline in cosine similarity throughout training while SGDM "
+           "does not; this is likely due to Orthogonal-SGDM having a higher regularisation effect and indicates "
+           "that more information is being passed to the next layer as the network is trained.")
+ev_o, ev_s = mean_interval(trend["orth_sgdm"], side="less"), mean_interval(trend["sgdm"], side="greater")
+out.check("fig5.12", "Orth-SGDM's E[R_l] declines over training", ev_o, ours=ev_o.text(4), quote=DECLINE,
+          detail="slope of E[R] (mean over layers) per 100 batches, one fit per seed")
+out.check("fig5.12", "SGDM's E[R_l] does not decline over training", ev_s, ours=ev_s.text(4), quote=DECLINE,
+          detail="slope of E[R] (mean over layers) per 100 batches, one fit per seed; PASS needs it above 0")
 
 # %% [markdown]
 # ## Table 5.5 · normalisation alone vs orthogonalisation
@@ -463,23 +599,38 @@ out.check("fig5.12", "Orth-SGDM's E[R_l] trends downward over training", bool(or
 # *Source:* test accuracy SGDM ≤ N-SGDM (per-tensor normalised) < Orth-SGDM on every model;
 # CN-SGDM (each filter's gradient normalised, no ε) is between them when it trains and often
 # diverges (0.00 ± 0.00: a filter with zero gradient divides by zero). Diverged runs count as 0 %
-# (digest G22). Quick: BasicCNN-FM and ResNet-8-FM, `ablation_seeds` = 2 seeds (the SGDM and
-# Orth-SGDM runs are the suite's). *Checks:* ordering SGDM ≤ N-SGDM < Orth-SGDM on every model; CN-SGDM ≈ N-SGDM or
-# diverged.
+# (digest G22). Quick: BasicCNN-FM and ResNet-8-FM, `ablation_seeds` = 3 seeds (2 before, too few
+# for a paired t interval to decide; the SGDM and Orth-SGDM runs are the suite's, so the third seed
+# costs only the N-, CN- and conv-only runs). *Checks*, paired by seed, on every model: N-SGDM
+# above SGDM; Orth-SGDM above each of SGDM, N-SGDM and CN-SGDM (a diverged run counts 0 %); where
+# CN-SGDM trains (no seed diverged), it lands within 2 points of N-SGDM (the digest's reading of
+# "might improve over N-SGDM"). The source's cells stand beside ours.
 
 # %%
 t55_cfgs, t55_res = runs("table5.5")
 t55 = ox.mean_se(ox.run_table(t55_cfgs, t55_res), ["model", "variant"], cols=("test_acc",))
 t55 = ox.beside_source(t55, ox.read_source("5.5"), ["model", "variant"], S.source_analogue)
-out.save_table(t55, "table5.5", params=S.as_dict())
-acc55 = t55.pivot(index="model", columns="variant", values="test_acc_mean")
-order = ((acc55["n_sgdm"] >= acc55["sgdm"]) & (acc55["orth_sgdm"] > acc55["n_sgdm"]))
-div55 = t55.pivot(index="model", columns="variant", values="diverged")["cn_sgdm"]
-cn_ok = (div55 > 0) | ((acc55["cn_sgdm"] - acc55["n_sgdm"]).abs() <= 2)
-out.check("table5.5", "SGDM <= N-SGDM < Orth-SGDM on every model", bool(order.all()),
-          ours=acc55.round(2).to_dict(orient="index"))
-out.check("table5.5", "CN-SGDM is within 2 points of N-SGDM or diverges", bool(cn_ok.all()),
-          ours={m: ("diverged" if div55[m] else round(float(acc55.loc[m, "cn_sgdm"]), 2)) for m in acc55.index})
+t55 = ox.vs_source(t55, "test_acc_mean", "source_test_acc_mean", profile)
+out.save_table(t55, "table5.5", params=S.as_dict(), note="*_minus_source = ours - source")
+R55 = ox.results_by(t55_cfgs, t55_res, lambda c: (c.model, ox.variant_of(c)))   # seed order
+NORM = ("N-SGDM improves over SGDM, and CN-SGDM might improve over N-SGDM except for the oft-case where it "
+        "diverges. Finally, Orthogonal-SGDM obtains the best solutions while remaining stable on all the models.")
+ev_n = {m: ox.run_difference(R55[(m, "n_sgdm")], R55[(m, "sgdm")]) for m in S.t55_models}
+judged("table5.5", "N-SGDM's test accuracy is above SGDM's on every model", ox.every(ev_n), ours=ox.texts(ev_n),
+          source="N - SGDM: +0.04 (BasicCNN), +2.11, +10.00, +3.87, +3.61 points", quote=NORM)
+ev_best = {f"{m}: orth - {rival}": ox.run_difference(R55[(m, "orth_sgdm")], R55[(m, rival)])
+           for m in S.t55_models for rival in ("sgdm", "n_sgdm", "cn_sgdm")}
+judged("table5.5", "Orth-SGDM's test accuracy is above SGDM's, N-SGDM's and CN-SGDM's on every model",
+          ox.every(ev_best), ours=ox.texts(ev_best), quote=NORM)
+cn_diverged = [m for m in S.t55_models if any(r["diverged"] for r in R55[(m, "cn_sgdm")])]
+ev_cn = {m: ox.run_difference(R55[(m, "cn_sgdm")], R55[(m, "n_sgdm")], threshold=2, side="within")
+         for m in S.t55_models if m not in cn_diverged}
+judged("table5.5", "where CN-SGDM trains, its test accuracy is within 2 points of N-SGDM's, every model",
+          ox.every(ev_cn) if ev_cn else None, ours={**ox.texts(ev_cn), **{m: "diverged" for m in cn_diverged}},
+          source="CN-SGDM diverged on 3 of 5 models; else +0.81, +0.84 points above N-SGDM", quote=NORM,
+          detail="CN - N, paired by seed; models where a CN-SGDM seed diverged are left out (the source's "
+                 "'oft-case where it diverges'); the 2-point tolerance is the digest's (section 6)"
+                 + ("; CN-SGDM diverged on every model" if not ev_cn else ""))
 t55.pivot(index="model", columns="variant", values=["test_acc_mean", "source_test_acc_mean"]).round(2)
 
 # %% [markdown]
@@ -489,13 +640,19 @@ t55.pivot(index="model", columns="variant", values=["test_acc_mean", "source_tes
 # gradient is exactly zero for a batch) in ResNet-50's layer2[1].conv2 — a regularising effect.
 # We count exact zeros of the raw gradient (before orthogonalisation) per batch and also
 # |g| ≤ 1e-4 (the source's code, digest G16); blue scatter, orange running mean (N = 50,
-# `tdp_window`). At quick scale: ResNet-8-FM's layer2[0].conv2 during the seed-0 suite runs.
-# *Check:* Orth's final running mean of the count is at least 2× SGDM's (the digest's reduced
-# criterion), for exact zeros and for |g| ≤ 1e-4.
+# `tdp_window`). At quick scale: ResNet-8-FM's layer2[0].conv2 during the suite runs of every seed
+# (seed 0 drawn). *Checks:* Orth's final running mean of the count is at least 2× SGDM's (the
+# digest's reduced criterion; the source: about 10×), judged on log2(Orth / SGDM), one value per
+# seed (t interval), for exact zeros and for |g| ≤ 1e-4. *Deviation:* exact zeros need a network
+# without batch norm. In ResNet-8-FM (and the source's ResNet-50) batch norm follows every conv
+# and re-centres each channel over the batch, so a filter's gradient is exactly zero only if its
+# ReLU is off for every example and position of the batch; the exact-zero check is N/A for such
+# a model. It is judged when `tdp_model` has no batch norm (a BasicCNN variant without it would
+# need a model in `lalr_core.core.models`, not yet there).
 
 # %%
-tdp = {v: hist[(S.tdp_model, v, 0)]["callbacks"]["zero_grad"] for v in ("sgdm", "orth_sgdm")}
-ends = {}
+tdp_runs = {v: [r["callbacks"]["zero_grad"] for r in R[(S.tdp_model, v)]] for v in ("sgdm", "orth_sgdm")}
+tdp = {v: ds[0] for v, ds in tdp_runs.items()}   # seed 0, drawn
 for v, panel in (("sgdm", "A"), ("orth_sgdm", "B")):
     fig, ax = plt.subplots(figsize=(7, 4))
     d = tdp[v]
@@ -505,35 +662,61 @@ for v, panel in (("sgdm", "A"), ("orth_sgdm", "B")):
     ax.set_xlabel("Batch #"); ax.set_ylabel("count (eps=1e-4)"); ax.legend()
     ax.set_title(f"{S.tdp_model} {S.tdp_layer}: {'SGDM' if v == 'sgdm' else 'Orth-SGDM'}")
     out.savefig(fig, f"fig5.13{panel}", params=S.as_dict(), seeds=[0])
-    ends[v] = {k: float(ox.running_mean(d[k], S.tdp_window)[-1]) for k in ("zero", "below_eps")}
-ratio = {k: ends["orth_sgdm"][k] / max(ends["sgdm"][k], 1e-12) for k in ("zero", "below_eps")}
-out.check("fig5.13A", "Orth-SGDM ends with >= 2x SGDM's count of exactly-zero gradients (the thesis's TDP)",
-          bool(ratio["zero"] >= 2), ours=ends, source="about 10x",
-          detail="" if ends["sgdm"]["zero"] + ends["orth_sgdm"]["zero"] else "no exact zeros in either run")
-out.check("fig5.13B", "Orth-SGDM ends with >= 2x SGDM's count of |g| <= 1e-4 (the source's code)",
-          bool(ratio["below_eps"] >= 2), ours={k: round(r, 2) for k, r in ratio.items()}, source="about 10x")
-ends
+ends = {v: [{k: float(ox.running_mean(d[k], S.tdp_window)[-1]) for k in ("zero", "below_eps")} for d in ds]
+        for v, ds in tdp_runs.items()}           # final running mean per seed
+log2r = {k: [ox.log2_ratio(o[k], s_[k]) for o, s_ in zip(ends["orth_sgdm"], ends["sgdm"])]
+         for k in ("zero", "below_eps")}
+ev513 = {k: mean_interval(v, threshold=1, side="greater") for k, v in log2r.items()}   # log2 2 = 1
+TDP = ("Comparing the amount of TDP produced by SGDM versus Orthogonal-SGDM — figures 5.13a and 5.13b "
+       "respectively — shows that Orthogonal-SGDM ends with around an order of magnitude more TDP.")
+ends_text = {k: {v: [round(e[k], 2) for e in ends[v]] for v in ends} for k in ("zero", "below_eps")}
+exact_claim = "Orth-SGDM ends with at least 2x SGDM's count of exactly-zero gradients (the thesis's TDP)"
+if ox.has_batch_norm(S.tdp_model):
+    out.check("fig5.13A", exact_claim, None, ours=ends_text["zero"], source="about 10x", quote=TDP,
+              detail=f"N/A: batch norm follows every conv of {S.tdp_model}, so a filter's gradient is exactly zero "
+                     "only if its ReLU is off for every example and position of the batch; the exact-zero count "
+                     "cannot show the source's mechanism here (it needs a model without batch norm)")
+else:
+    out.check("fig5.13A", exact_claim, ev513["zero"], source="about 10x", quote=TDP,
+              ours={"log2_ratio": ev513["zero"].text(), "final_running_means": ends_text["zero"]})
+out.check("fig5.13B", "Orth-SGDM ends with at least 2x SGDM's count of |g| <= 1e-4 (the source's code)",
+          ev513["below_eps"], source="about 10x", quote=TDP,
+          ours={"log2_ratio": ev513["below_eps"].text(), "final_running_means": ends_text["below_eps"]},
+          detail="log2(Orth / SGDM) of the final running means, one per seed (t interval), against log2 2 = 1; "
+                 "2x is the digest's reduced criterion")
+pd.DataFrame(ends_text)
 
 # %% [markdown]
 # ## Table 5.6 · orthogonalising only the convolutions
 #
 # *Source:* orthogonalising only the conv layers loses nothing (BasicCNN 76.80 vs 76.67 %,
-# ResNet-20 87.70 vs 87.12 %), and both beat SGDM. *Checks:* conv-only within the combined SE
-# (or better) of all-layer Orth; both above SGDM.
+# ResNet-20 87.70 vs 87.12 %), and both beat SGDM. Quick: BasicCNN-FM and ResNet-8-FM,
+# `ablation_seeds` = 3 seeds. *Checks*, paired by seed, on every model: conv-only Orth-SGDM does not
+# reduce the test accuracy: conv-only − all-layer > −1 point (the source gives no margin here; one
+# point is its own criterion for "close in final performance", §5.4.1: "within one percentage
+# point or above"); both orthogonal variants above SGDM. The source's cells stand beside ours.
 
 # %%
 t56_cfgs, t56_res = runs("table5.6")
 t56 = ox.mean_se(ox.run_table(t56_cfgs, t56_res), ["model", "variant"])
 t56 = ox.beside_source(t56, ox.read_source("5.6"), ["model", "variant"], S.source_analogue)
-out.save_table(t56, "table5.6", params=S.as_dict())
-a56 = t56.pivot(index="model", columns="variant", values="test_acc_mean")
-se56 = t56.pivot(index="model", columns="variant", values="test_acc_se")
-conv_ok = a56["conv_orth_sgdm"] >= a56["orth_sgdm"] - np.hypot(se56["conv_orth_sgdm"], se56["orth_sgdm"])
-out.check("table5.6", "conv-only Orth-SGDM within SE of (or above) all-layer Orth-SGDM", bool(conv_ok.all()),
-          ours=a56.round(2).to_dict(orient="index"))
-out.check("table5.6", "both orthogonal variants beat SGDM on every model",
-          bool(((a56["orth_sgdm"] > a56["sgdm"]) & (a56["conv_orth_sgdm"] > a56["sgdm"])).all()),
-          ours=a56.round(2).to_dict(orient="index"))
+t56 = ox.vs_source(ox.vs_source(t56, "test_acc_mean", "source_test_acc_mean", profile),
+                   "test_loss_mean", "source_test_loss_mean", profile)
+out.save_table(t56, "table5.6", params=S.as_dict(), note="*_minus_source = ours - source")
+R56 = ox.results_by(t56_cfgs, t56_res, lambda c: (c.model, ox.variant_of(c)))   # seed order
+ev_conv = {m: ox.run_difference(R56[(m, "conv_orth_sgdm")], R56[(m, "orth_sgdm")], threshold=-1)
+           for m in S.t56_models}                       # conv-only - all-layer, points
+judged("table5.6", "conv-only Orth-SGDM's test accuracy is not below all-layer Orth-SGDM's (within one point "
+          "or above), every model", ox.every(ev_conv), ours=ox.texts(ev_conv),
+          source="conv - all: +0.13 (BasicCNN), +0.26 (ResNet-34), +0.58 (ResNet-20) points",
+          quote="As noted above, section 5.5.5, the extra wall time is dominated by the largest parameter, this is "
+                "often the final dense layer; table 5.6 shows that, for CIFAR-10, only orthogonalising the "
+                "convolutional layers does not reduce performance.")
+ev_vs_sgdm = {f"{m}: {v}": ox.run_difference(R56[(m, v)], R56[(m, "sgdm")])
+              for m in S.t56_models for v in ("orth_sgdm", "conv_orth_sgdm")}
+judged("table5.6", "both orthogonal variants' test accuracy is above SGDM's on every model",
+          ox.every(ev_vs_sgdm), ours=ox.texts(ev_vs_sgdm),
+          source="all-layer / conv-only - SGDM: BasicCNN +3.07 / +3.20, ResNet-34 +9.56 / +9.82, ResNet-20 +7.98 / +8.56")
 t56.pivot(index="model", columns="variant", values=["test_acc_mean", "source_test_acc_mean"]).round(2)
 
 # %% [markdown]
@@ -542,8 +725,11 @@ t56.pivot(index="model", columns="variant", values=["test_acc_mean", "source_tes
 # *Source:* at mini-batch 4 Orth-SGDM is worse than SGDM (the SVD compounds the gradient noise);
 # it overtakes from batch 32 (ResNet-20, CIFAR-10). The figure's model and metric are unstated; we
 # plot validation accuracy against batch size for both (digest G19). Quick: BasicCNN-FM on a 4k
-# subset, one epoch, batch 4 / 32 / 256, lr 1e-2 unscaled, 3 seeds. *Check:* the Orth − SGDM gap at
-# batch 4 is ≤ 0 or smaller than at the largest batch, where it is > 0.
+# subset, one epoch, batch 4 / 32 / 256, lr 1e-2 unscaled, 3 seeds. One epoch of 4k images is 16
+# steps at batch 256, so there the comparison is early training, where Orth leads at every batch
+# size (figs 5.1, 5.3); the source trains 100 epochs. *Checks*, validation accuracy paired by seed:
+# at the smallest batch Orth-SGDM is below SGDM; at every batch from `f514_overtake` (the source's
+# 32) up, it is above (the earlier single check let "a smaller gap" at batch 4 pass for "worse").
 
 # %%
 f514_cfgs, f514_res = runs("fig5.14")
@@ -555,12 +741,19 @@ for v, style in (("sgdm", SGDM), ("orth_sgdm", ORTH)):
     ax.errorbar(d["batch_size"], d["val_acc_mean"], yerr=d["val_acc_se"], marker="o", capsize=3, **style)
 ax.set_xscale("log", base=2); ax.set_xlabel("mini-batch size"); ax.set_ylabel("validation accuracy (%)"); ax.legend()
 out.savefig(fig, "fig5.14", params=S.as_dict())
-g14 = f514s.pivot(index="batch_size", columns="variant", values="val_acc_mean")
-g14 = g14["orth_sgdm"] - g14["sgdm"]
-small, large = g14.iloc[0], g14.iloc[-1]
-out.check("fig5.14", "Orth - SGDM gap <= 0 (or smaller than at the largest batch) at batch 4, and > 0 at the largest",
-          bool((small <= 0 or small < large) and large > 0), ours={int(b): round(float(x), 2) for b, x in g14.items()},
-          source="batch 4: Orth worse; from 32: Orth better")
+R514 = ox.results_by(f514_cfgs, f514_res, lambda c: (c.batch_size, ox.variant_of(c)))   # seed order
+b0 = min(S.f514_batches)
+ev_small = ox.run_difference(R514[(b0, "orth_sgdm")], R514[(b0, "sgdm")], "val_acc", side="less", **acc1)
+out.check("fig5.14", f"at mini-batch {b0}, Orth-SGDM's validation accuracy is below SGDM's", ev_small,
+          ours=ev_small.text(), source="batch 4: Orth worse (figure only, no numbers)",
+          quote="Orthogonal-SGDM does not perform as well as SGDM when the mini-batch size is minuscule, figure "
+                "5.14, due to the increased levels of noise in the gradients which is compounded during SVD.")
+ev_big = {f"batch {b}": ox.run_difference(R514[(b, "orth_sgdm")], R514[(b, "sgdm")], "val_acc", **acc1)
+          for b in S.f514_batches if b >= S.f514_overtake}
+judged("fig5.14", f"from mini-batch {S.f514_overtake} up, Orth-SGDM's validation accuracy is above SGDM's",
+          ox.every(ev_big) if ev_big else None, ours=ox.texts(ev_big),
+          detail="" if ev_big else f"no batch size >= {S.f514_overtake} in f514_batches",
+          quote="Orthogonal-SGDM starts to outperform SGDM with a mini-batch size of 32 on a ResNet-20 for CIFAR-10.")
 
 # %% [markdown]
 # ## Appendix I · figs I.1 and I.2 · symmetry probe
@@ -571,14 +764,20 @@ out.check("fig5.14", "Orth - SGDM gap <= 0 (or smaller than at the largest batch
 # direction to the solution (φ < 0), the permuted solution gives mostly noise, and skip connections
 # (fig I.2) remove the distribution shifts of φ(π). Training setup unstated: 5.4.1-untuned SGDM
 # (digest G24); the skip model adds an average-pooled input to blocks 2 and 3 after their ReLU.
-# Tufte boxes over filters for every 5th batch; lines at ±10/√P_l. *Checks:* median φ < 0 while
-# |median φ(π)| is smaller; with skips |mean φ(π)| is no larger than without.
+# Tufte boxes over filters for every 5th batch (seed 0); lines at ±10/√P_l. `sym_seeds` = 3 runs per
+# model (the source shows one; the skip comparison needs seeds to have an interval). *Checks*, over
+# seeds: median φ < 0 while |median φ(π)| is smaller; with skips the distribution shifts of φ(π) are
+# smaller: the per-batch centre of φ(π), in units of its sampling noise over the filters
+# (`ox.centre_shift`, about 1 for zero-mean noise), is lower with skips, paired by seed (the earlier
+# |mean φ(π)| over the whole run averaged the shifts away).
 
 # %%
 sym_cfgs, sym_res = runs("figI")
+RI = ox.results_by(sym_cfgs, sym_res, lambda c: c.model)   # model -> runs in seed order
 shift = {}
-for cfg, res, item in zip(sym_cfgs, sym_res, ("figI.1", "figI.2")):
-    sym = res["callbacks"]["symmetry"]
+for model, item in zip(S.sym_models, ("figI.1", "figI.2")):
+    syms = [r["callbacks"]["symmetry"] for r in RI[model]]
+    sym = syms[0]                                          # seed 0, drawn
     fig, ax = plt.subplots(figsize=(10, 4))
     keep = range(0, len(sym["steps"]), max(1, 5 // S.sym_every))
     for j, i in enumerate(keep):
@@ -587,14 +786,119 @@ for cfg, res, item in zip(sym_cfgs, sym_res, ("figI.1", "figI.2")):
     k = cos_threshold(sym["fan_in"])      # 10/sqrt(P_l), P_l = 32*3*3 = 288 for conv2
     for sgn in (1, -1):
         ax.axhline(sgn * k, ls="--", color="k", lw=0.8)
-    ax.set_xlabel("batch / 5"); ax.set_ylabel("cosine"); ax.set_title(cfg.model); ax.legend(fontsize=7)
-    out.savefig(fig, item, params=S.as_dict())
+    ax.set_xlabel("batch / 5"); ax.set_ylabel("cosine"); ax.set_title(model); ax.legend(fontsize=7)
+    out.savefig(fig, item, params=S.as_dict(), seeds=[0])
     plt.close(fig)
-    med_phi, med_perm = float(np.median(sym["phi"])), float(np.median(sym["phi_perm"]))
-    shift[cfg.model] = abs(float(np.mean(sym["phi_perm"])))
-    out.check(item, "gradients point towards the solution (median phi < 0) while the permuted probe is nearer 0",
-              med_phi < 0 and abs(med_perm) < abs(med_phi), ours={"median_phi": round(med_phi, 3),
-                                                                  "median_phi_pi": round(med_perm, 3)})
-out.check("figI.2", "skip connections reduce the systematic offset of phi(pi) (|mean| no larger)",
-          shift[S.sym_models[1]] <= shift[S.sym_models[0]], ours={m: round(v, 4) for m, v in shift.items()})
-shift
+    med_phi = [float(np.median(s_["phi"])) for s_ in syms]           # per seed
+    med_perm = [float(np.median(s_["phi_perm"])) for s_ in syms]
+    ev_sym = {"median phi < 0": mean_interval(med_phi, side="less"),
+              "|median phi| - |median phi(pi)| > 0": mean_interval(np.abs(med_phi) - np.abs(med_perm))}
+    judged(item, "gradients point towards the solution (median phi < 0) while the permuted probe's centre is "
+              "nearer 0", ox.every(ev_sym), ours=ox.texts(ev_sym, 3),
+              quote="Again, we see the peak of the distribution of ϕ_t is negative while the peak of $\\phi_t(\\pi)$ "
+                    "is at zero.")
+    shift[model] = [ox.centre_shift(s_["phi_perm"]) for s_ in syms]
+ev_skip = paired_difference(shift[S.sym_models[1]], shift[S.sym_models[0]], side="less")   # skip - plain
+out.check("figI.2", "skip connections reduce the distribution shifts of phi(pi)", ev_skip,
+          ours={"skip_minus_plain": ev_skip.text(2), **{m: [round(x, 2) for x in v] for m, v in shift.items()}},
+          detail="centre shift of phi(pi): RMS over batches of its per-batch mean over filters / (sd / sqrt(filters)); "
+                 "about 1 for zero-mean noise; paired by seed",
+          quote="With added skip connections, figure I.2, the distributional shifts of $\\phi_t(\\pi)$ have been "
+                "removed, indicating that $\\phi_t(\\pi)$ is closer to a random variable.")
+pd.DataFrame(shift, index=[f"seed {k}" for k in range(S.sym_seeds)])
+
+# %% [markdown]
+# ## The classifier's null direction: complete or drop (ours, not a source item)
+#
+# Under softmax cross-entropy the classifier's weight gradient $G=(P-Y)^\top H/B$ has rows that
+# sum to zero, so its rank is at most $C-1$. Its $UV^\top$ still has $C$ unit singular values: one
+# direction, $\tfrac{1}{\sqrt C}\mathbf 1 v^\top$ with $v$ picked by the SVD routine from rounding
+# noise, is a completion, not a property of the gradient. The source's code (`orth_optim`:
+# `torch.linalg.svd(G, full_matrices=False)` on `grad.flatten(1)`, then `u @ vt`) keeps it; so
+# do we (`GradTransform(null="complete")`, the default), and we compare `null="drop"`
+# ($U_rV_r^\top$, what Newton–Schulz gives). Under SGDM with coupled weight decay the completed
+# direction only adds the same number to every logit, so the softmax, the loss and every other
+# gradient are unchanged: in exact arithmetic the trained network is the same. Under Adam each
+# weight's own scaling mixes it into the rest. The direction itself cannot be reproduced step by
+# step: a last-bit change of $G$ makes the SVD pick another.
+#
+# Measured here, from the seed-0 Orth-SGDM run's initialisation and batches: (1) the classifier's
+# first gradient (rank, the completion's share $1/\sqrt C$ of the update's Frobenius norm, its
+# form as one common row, Newton–Schulz's share); (2) `null_steps` float64 steps of complete vs
+# drop, under SGDM and under Adam (lr `t51_adam_lr`), where rounding is far below any effect;
+# (3) `null_f32_steps` float32 steps as the runs train, with a *control*: the complete update
+# with the classifier's rows centred, which equals the drop update in exact arithmetic and so
+# shows how far rounding alone carries two runs apart; (4) test accuracy of complete vs drop over
+# `null_seeds` seeds (paired by seed), judged against the gain the source reports for leaving the
+# classifier out altogether (table 5.6, conv-only minus all layers: BasicCNN +0.13, ResNet-20
+# +0.58 points; ResNet-8-FM stands for ResNet-20), and drop against Newton–Schulz where the suite
+# trains it. *Deviations:* the quick profile's models and data (the source's: CIFAR-10 BasicCNN,
+# ResNet-20, ResNet-34); the probes run on the CPU. With one seed the interval is the paired
+# bootstrap over test examples, which leaves out the run-to-run spread that (3) shows.
+
+# %%
+from lalr_core.chapters.ch06_orthogonal_sgdm import classifier_null as cn
+
+null_grad = cn.gradient_table(S)          # one classifier gradient per model, at initialisation
+null_probe = cn.probe_table(S)            # complete vs drop on the same batches (cached)
+null_probe_max = cn.probe_summary(null_probe)
+fig, axes = plt.subplots(len(S.null_probe), 2, figsize=(12, 4 * len(S.null_probe)), squeeze=False)
+for (ax64, ax32), (model, d) in zip(axes, null_probe.groupby("model", sort=False)):
+    for opt, ls in (("sgdm", "-"), ("adam", "--")):
+        e = d[(d.precision == "float64") & (d.optimizer == opt) & (d.run == "complete")]
+        for col, color in (("classifier_diff", "C0"), ("visible_diff", "C1"), ("logit_diff", "C2")):
+            ax64.plot(e["step"], e[col].clip(lower=1e-18), ls=ls, color=color, label=f"{col} ({opt})")
+    for run, color in (("complete", "C1"), ("control", "k")):
+        e = d[(d.precision == "float32") & (d.run == run)]
+        ax32.plot(e["step"], e["logit_diff"].clip(lower=1e-18), color=color, label=f"{run} vs drop")
+    ax64.set_title(f"{model}, float64: complete vs drop"); ax32.set_title(f"{model}, float32, SGDM: centred logits")
+    for ax in (ax64, ax32):
+        ax.set_yscale("log"); ax.set_xlabel("step"); ax.set_ylabel("max |difference|"); ax.legend(fontsize=7)
+out.savefig(fig, "classifier_null_probe", params=S.as_dict(),
+            note="not a source item: complete vs drop on the same batches; visible_diff = classifier rows centred")
+exact = null_probe_max.xs(("float64", "sgdm", "complete"), level=("precision", "optimizer", "run"))
+out.check("classifier_null", "(ours, not the source's) under SGDM the completed null direction changes "
+          "nothing the network computes: complete and drop agree to 1e-9 in float64 while their "
+          "classifiers differ", bool(exact["invisible"].all()),
+          ours=exact.drop(columns="invisible").to_dict(orient="index"),
+          detail=f"{S.null_steps} float64 steps; 1e-9 bounds float rounding, an effect would be of the step's size")
+null_grad.round(8)
+
+# %%
+null_probe_max
+
+# %%
+null_cfgs, null_cbs = cn.null_configs(S)   # complete runs = the suite's Orth-SGDM runs (cached)
+null_res = train_runs(null_cfgs, callbacks=null_cbs, workers=S.workers, executor=S.executor)
+null_tol = {m: cn.source_gap(m, ox.read_source("5.6"), S.source_analogue) for m in S.null_seeds}
+null_acc, null_ev = cn.null_accuracy(null_cfgs, null_res, null_tol)
+out.save_table(null_acc, "classifier_null", params=S.as_dict(),
+               note="not a source item: test accuracy (%) of Orth-SGDM with the classifier's null direction completed / dropped / Newton-Schulz")
+for m, tol in null_tol.items():
+    claim = (f"(ours, not the source's) completing the classifier's null direction moves {m}'s test "
+             "accuracy by less than table 5.6's conv-only gain")
+    if m in null_ev:
+        out.check("classifier_null", claim, null_ev[m], ours=null_ev[m].text(),
+                  source=f"conv-only - all layers: {tol:+.2f} points ({S.source_analogue.get(m, m)})",
+                  quote=cn.TABLE56_QUOTE)
+    else:
+        out.check("classifier_null", claim, None, detail=f"table 5.6 has no counterpart of {m}: no gap to judge by")
+null_acc
+
+# %% [markdown]
+# **Reading it.** In float64 the two runs' classifiers drift apart by the completed common rows
+# while everything the network computes agrees to rounding (the check above); under Adam the
+# same completion changes the network within a few steps. In float32, Orth-SGDM amplifies
+# rounding so fast that complete and drop part within a few dozen steps, and the control, which
+# has no completed direction at all, parts from drop just as fast: the accuracy differences in
+# the table are run-to-run spread of that kind, not an effect of the null direction.
+#
+# **Table 5.6 in this light.** Conv-only Orth-SGDM gives the classifier its raw gradient (Frobenius
+# norm `frobenius` above) instead of $C-1$ unit directions plus the completed one (norm $\sqrt C$).
+# Under SGDM the completed direction is invisible, so it cannot produce the difference between
+# table 5.6's two orthogonal columns: that difference is the orthogonalisation of the $C-1$
+# directions the network does see (the classifier's step size and its equalised singular values).
+# The same holds for Newton–Schulz against the SVD (the `ns_vs_svd` table): Newton–Schulz drops
+# the completion and SGDM cannot see the SVD's, so their gap is the band of singular values (and
+# the run-to-run spread), not the null direction. Under Orth-Adam (table 5.1) the completion is
+# visible (the probe's Adam lines) and could matter; we have not measured its accuracy effect.

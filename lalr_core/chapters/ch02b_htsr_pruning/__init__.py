@@ -8,29 +8,41 @@ typed ``Settings`` per profile (smoke / quick = the digest's I.5 reductions on s
 paper = CIFAR-100 and the source's models). Pretraining is one sweep (the chapter's only section
 known up front); the budgets need its weights, so every finetuning run is built from
 `plans.metric_tables` afterwards (`plans.finetune_plan`). `summaries` holds the checks'
-arithmetic (gains over uniform pruning, transition-layer ranks, rebound detection, lr extremes).
+arithmetic (run tables, transition-layer ranks, rebound detection, lr extremes);
+`verdicts` judges accuracy comparisons between runs on paired-bootstrap intervals over the shared
+test examples (metric budgets vs uniform pruning at the same size, TempBalance vs the global lr).
 """
 
 from lalr_core.chapters.ch02b_htsr_pruning.plans import (
     all_finetunes, budget_grid, fig31_table, finetune_plan, finetune_spec, layer_table,
     max_abs_zscore, metric_tables, pretrain_config, pretrain_pairs, pretrain_runs, pretrain_unit,
     pretrained_model, ranks_of, ratios_for, rule_correlations, sections, transition_layers)
+from lalr_core.chapters.ch02b_htsr_pruning.quotes import QUOTES
 from lalr_core.chapters.ch02b_htsr_pruning.settings import (
     AUGS, EXECUTORS, GRID_FIGS, HYBRID, METRICS, PROFILES, ROLES, SCALE, SETTINGS, SHAPE,
-    SOURCE_MODELS, UNIFORM, Settings, setting, settings_table)
+    SOURCE_MODELS, UNIFORM, setting, Settings, settings_table)
 from lalr_core.chapters.ch02b_htsr_pruning.summaries import (
-    gains, largest_lr_shift, layer_means, lr_extremes, rebound, run_table, slimmed_remaining)
+    alpha_gap, largest_lr_shift, layer_means, lr_extremes, rebound, rebound_mitigated,
+    rebound_rise, run_table, slimmed_remaining)
+from lalr_core.chapters.ch02b_htsr_pruning.verdicts import (
+    GROUPS, all_of, best_run, contrast, example_correct, gain_contrast, gain_table, lr_evidence,
+    lr_gains, lr_range_contrast, matched_uniform, runs_of, uniform_at, uniform_curve,
+    versus_range, versus_uniform)
 from lalr_core.core.chapter import Chapter
 
 CHAPTER = Chapter(id="02b", title="HT-SR metrics as channel-pruning budgets; layer-wise lrs "
                   "after pruning", profiles=PROFILES, sections=sections)
 
 __all__ = [
-    "AUGS", "CHAPTER", "EXECUTORS", "GRID_FIGS", "HYBRID", "METRICS", "PROFILES", "ROLES",
-    "SCALE", "SETTINGS", "SHAPE", "SOURCE_MODELS", "UNIFORM", "Settings", "all_finetunes",
-    "budget_grid", "fig31_table", "finetune_plan", "finetune_spec", "gains", "largest_lr_shift",
-    "layer_means", "layer_table", "lr_extremes", "max_abs_zscore", "metric_tables",
+    "AUGS", "CHAPTER", "EXECUTORS", "GRID_FIGS", "GROUPS", "HYBRID", "METRICS", "PROFILES",
+    "QUOTES", "ROLES", "SCALE", "SETTINGS", "SHAPE", "SOURCE_MODELS", "UNIFORM", "Settings",
+    "all_finetunes", "all_of", "alpha_gap", "best_run", "budget_grid", "contrast",
+    "example_correct", "fig31_table", "finetune_plan", "finetune_spec", "gain_contrast",
+    "gain_table", "largest_lr_shift", "layer_means", "layer_table", "lr_evidence", "lr_extremes",
+    "lr_gains", "lr_range_contrast", "matched_uniform", "max_abs_zscore", "metric_tables",
     "pretrain_config", "pretrain_pairs", "pretrain_runs", "pretrain_unit", "pretrained_model",
-    "ranks_of", "ratios_for", "rebound", "rule_correlations", "run_table", "sections", "setting",
-    "settings_table", "slimmed_remaining", "transition_layers",
+    "ranks_of", "ratios_for", "rebound", "rebound_mitigated", "rebound_rise",
+    "rule_correlations", "run_table", "runs_of", "sections", "setting", "settings_table",
+    "slimmed_remaining", "transition_layers", "uniform_at", "uniform_curve", "versus_range",
+    "versus_uniform",
 ]

@@ -172,12 +172,17 @@ def finetune_spec(s: Settings, section: str, role: str, aug: str, table, metric:
 
 
 def _sweep(s, section, role, aug, tables, metrics, ratios, epochs, rules=None):
+    """Uniform + every metric x rule at each target of ``ratios``, then uniform alone at the
+    ``curve_ratios`` not swept (the uniform curve the verdicts compare each run with)."""
     out = []
     for P in ratios:
         out.append(finetune_spec(s, section, role, aug, tables[(role, aug)], UNIFORM, P,
                                  "direct", epochs))
         out += [finetune_spec(s, section, role, aug, tables[(role, aug)], m, P, r, epochs)
                 for m in metrics for r in (rules or s.rules)]
+    out += [finetune_spec(s, section, role, aug, tables[(role, aug)], UNIFORM, P, "direct",
+                          epochs)
+            for P in sorted(set(s.curve_ratios) - set(ratios))]
     return out
 
 

@@ -84,6 +84,10 @@ class Settings(ChapterSettings):
     te_roles: tuple[str, ...]
     te_metrics: tuple[str, ...]
     te_ratios: tuple[float, ...]
+    # Figs 3.3 and T-001-e: extra targets P run with uniform pruning only, so that each
+    # metric run can be compared with the uniform curve at its own measured size (the
+    # verdicts interpolate the curve; a run outside it is clamped to the nearest end).
+    curve_ratios: tuple[float, ...]
     # Figs 3.23-3.25: uniform channel ratios of VGG (the 11 sizes) and finetuning epochs.
     vgg_ratios: tuple[float, ...]
     vgg_epochs: int
@@ -154,11 +158,14 @@ class Settings(ChapterSettings):
                              f"got {self.fig32_roles!r}")
 
     def _check_ratios(self) -> None:
-        for name in ("grid_ratios", "f33_ratios", "f33_aug_ratios", "te_ratios", "f326_ratios"):
+        for name in ("grid_ratios", "f33_ratios", "f33_aug_ratios", "te_ratios", "f326_ratios",
+                     "curve_ratios"):
             value = getattr(self, name)
-            if not value or any(not 0 < P <= pruning.K_MAX for P in value):
-                raise ValueError(f"setting {name!r}: targets must lie in (0, {pruning.K_MAX}], "
-                                 f"at least one, got {value!r}")
+            if (not value and name != "curve_ratios") or \
+                    any(not 0 < P <= pruning.K_MAX for P in value):
+                least = "" if name == "curve_ratios" else ", at least one"
+                raise ValueError(f"setting {name!r}: targets must lie in (0, {pruning.K_MAX}]"
+                                 f"{least}, got {value!r}")
         if not self.vgg_ratios or any(not 0 <= r < 1 for r in self.vgg_ratios):
             raise ValueError(f"setting 'vgg_ratios': channel ratios must lie in [0, 1), at "
                              f"least one, got {self.vgg_ratios!r}")
@@ -184,8 +191,8 @@ PROFILES = {
         pretrain_epochs=2, f33_epochs=2, f33_metrics=("entropy", "norm"), f33_ratios=(0.85,),
         f33_aug_ratios=(0.85,), f33_augs=AUGS, grid_ratios=(0.5, 0.85),
         grid_metrics=("entropy", "norm", "spectral_norm"), te_metrics=("entropy",),
-        te_ratios=(0.85,), vgg_ratios=(0.0, 0.9), vgg_epochs=2, f322_epochs=2,
-        f326_ratios=(0.6,), f326_epochs=2, workers=1,
+        te_ratios=(0.85,), curve_ratios=(0.95,), vgg_ratios=(0.0, 0.9), vgg_epochs=2,
+        f322_epochs=2, f326_ratios=(0.6,), f326_epochs=2, workers=1,
     ),
     "quick": Settings(
         **_COMMON, dataset="digits", n_train=None, models=_MINI, batch_size=64,
@@ -193,8 +200,14 @@ PROFILES = {
         f33_aug_ratios=(0.5, 0.85), f33_augs=AUGS, grid_ratios=(0.3, 0.5, 0.7, 0.85),
         grid_metrics=METRICS,
         te_metrics=("entropy", "alpha", "norm", "spectral_norm"), te_ratios=(0.5, 0.85),
+        # the uniform curve from 92 % to 1 % of the conv weights remaining (DNm), spanning
+        # every metric run's size (0.7 ... 0.015), so few comparisons are clamped
+        curve_ratios=(0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95),
         vgg_ratios=(0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95), vgg_epochs=5,
-        f322_epochs=8, f326_ratios=_F326_RATIOS, f326_epochs=4, workers=2,
+        # + 0.25: DNm's uniform run keeps 61 % of its conv weights, inside the source's
+        # "optimal range" 55-65 % (fig 3.26), which no size of the digest's grid reaches
+        f322_epochs=8, f326_ratios=(0.2, 0.25, 0.35, 0.45, 0.6, 0.8), f326_epochs=4,
+        workers=2,
     ),
     "paper": Settings(  # source silent on epochs / ratio grid / batch: our choices (digest A-22)
         **_COMMON, dataset="cifar100", n_train=None, batch_size=128,
@@ -204,7 +217,7 @@ PROFILES = {
         f33_ratios=(0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9),
         f33_aug_ratios=(0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9), f33_augs=AUGS,
         grid_ratios=(0.1, 0.3, 0.5, 0.7, 0.9), grid_metrics=METRICS, te_metrics=METRICS,
-        te_ratios=(0.3, 0.5, 0.7, 0.9),
+        te_ratios=(0.3, 0.5, 0.7, 0.9), curve_ratios=(0.05, 0.95),  # the curve's two ends
         vgg_ratios=(0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95), vgg_epochs=40,
         f322_epochs=40, f326_ratios=_F326_RATIOS, f326_epochs=40, workers=1,
     ),

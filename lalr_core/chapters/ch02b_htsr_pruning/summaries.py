@@ -1,14 +1,15 @@
 """Chapter 02b's summaries, the checks' arithmetic: run tables with the slimmed networks' size,
-gains over uniform pruning, rebound detection, lr extremes."""
+rebound detection, lr extremes (accuracy comparisons between runs: `verdicts`)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
-from lalr_core.chapters.ch02b_htsr_pruning.settings import SETTINGS, UNIFORM
+from lalr_core.chapters.ch02b_htsr_pruning.settings import SETTINGS
 from lalr_core.core.callbacks import pretrained_weights
 from lalr_core.core.train import run_model
 from lalr_core.methods import channel_masks
@@ -37,13 +38,19 @@ def slimmed_remaining(spec: Mapping) -> float:
 _SLIMMED: dict[tuple, float] = {}
 
 
+def _correct(res: Mapping) -> np.ndarray | None:
+    hits = res.get("test_correct")
+    return None if hits is None else np.asarray(hits, dtype=bool)
+
+
 def run_table(specs: Sequence[Mapping], results: Sequence[Mapping],
               remaining_fn=slimmed_remaining) -> pd.DataFrame:
     """One row per finetuning run: labels, final test/train accuracy (%), achieved sparsity
     (fraction of the masked convs' weights, the unit of the budget P), ``remaining`` = the
     slimmed network's fraction of conv weights (``remaining_fn(spec)``, default
     `slimmed_remaining`, the source's x axis; None = ``remaining_masked``),
-    ``remaining_masked`` = 1 - sparsity, ``over_pruned``."""
+    ``remaining_masked`` = 1 - sparsity, ``over_pruned``, ``test_correct`` (one bool per test
+    example, None for a diverged run; the verdicts pair runs on it), ``seed``, ``wall_time_s``."""
     rows = []
     for x, res in zip(specs, results, strict=True):
         sp = res["callbacks"]["pruned_start"]["sparsity"]
@@ -56,55 +63,50 @@ def run_table(specs: Sequence[Mapping], results: Sequence[Mapping],
                            remaining=remaining_fn(x) if remaining_fn else 1 - sp["params"],
                            remaining_masked=1 - sp["params"],
                            over_pruned=sp["params"] > x["P"] + 1e-9,
-                           diverged=bool(res["diverged"])))
+                           diverged=bool(res["diverged"]), seed=x["cfg"].seed
+                           if "cfg" in x else None, wall_time_s=res.get("wall_time_s"),
+                           test_correct=_correct(res)))
     df = pd.DataFrame(rows)
     df["setting"] = [SETTINGS[a][r] if r in ("direct", "inverse") else 0
                      for a, r in zip(df["aug"], df["rule"])]
     return df
 
 
-def gains(df: pd.DataFrame, by: Sequence[str] = ("role", "aug", "P")) -> pd.DataFrame:
-    """Per group: uniform's accuracy, the best metric run and its gain (pp) over uniform.
-
-    Budgets under-prune by different amounts, so the runs of one target P sit at different
-    measured ``remaining`` fractions; ``uniform_interp`` is the uniform curve (same keys but
-    ``P``) linearly interpolated at the best run's ``remaining`` (clamped at the curve's ends),
-    and ``gain_interp`` the gain against it: the comparison along fig 3.3's x axis.
-    """
-    out = []
-    for key, g in df.groupby(list(by)):
-        labels = dict(zip(by, key))
-        uni = g[g.metric == UNIFORM]["test_acc"].mean()
-        met = g[g.metric != UNIFORM].sort_values("test_acc", ascending=False)
-        if met.empty:                                     # a uniform-only group: nothing to rank
-            continue
-        best = met.iloc[0]
-        same = np.ones(len(df), dtype=bool)
-        for k, v in labels.items():
-            if k != "P":
-                same &= (df[k] == v).to_numpy()
-        curve = df[same & (df.metric == UNIFORM).to_numpy()].sort_values("remaining")
-        interp = float(np.interp(best.remaining, curve["remaining"], curve["test_acc"]))
-        out.append(labels | dict(uniform_acc=uni, uniform_remaining=g[g.metric == UNIFORM]
-                                 ["remaining"].mean(), best_metric=best.metric,
-                                 best_rule=best.rule, best_acc=best.test_acc,
-                                 best_remaining=best.remaining, gain=best.test_acc - uni,
-                                 uniform_interp=interp, gain_interp=best.test_acc - interp,
-                                 n_beat_uniform=int((met.test_acc > uni).sum()),
-                                 n_metric_runs=len(met)))
-    return pd.DataFrame(out)
+def rebound_rise(series) -> float:
+    """Size of a rebound: the rise after the curve's minimum relative to |minimum|,
+    ``(max(x[i+1:]) - x[i]) / |x[i]|``; 0 when the minimum is the first or last point."""
+    x = np.asarray(series, dtype=float)
+    if len(x) < 3:
+        return 0.0
+    i = int(np.argmin(x))
+    if i in (0, len(x) - 1):
+        return 0.0
+    rise = float(x[i + 1:].max() - x[i])
+    return float(rise / abs(x[i])) if x[i] != 0 else (math.inf if rise > 0 else 0.0)
 
 
 def rebound(series, rise: float = 0.02) -> bool:
     """Digest E-3.2: the minimum lies strictly inside the run and is followed by a rise of at
     least ``rise`` (relative to |minimum|)."""
-    x = np.asarray(series, dtype=float)
-    if len(x) < 3:
-        return False
-    i = int(np.argmin(x))
-    if i in (0, len(x) - 1):
-        return False
-    return bool(x[i + 1:].max() - x[i] >= rise * abs(x[i]))
+    return rebound_rise(series) >= rise
+
+
+def rebound_mitigated(traditional, augmix, rise: float = 0.02) -> bool | None:
+    """Whether AugMix's curve rebounds less than the traditional one (`rebound_rise`); None
+    when the traditional curve has no rebound of at least ``rise`` (nothing to mitigate)."""
+    if not rebound(traditional, rise):
+        return None
+    return rebound_rise(augmix) < rebound_rise(traditional)
+
+
+def alpha_gap(tb: pd.DataFrame, base: pd.DataFrame, layer: str | None = None) -> pd.Series:
+    """Per finetuning epoch after the start (epoch >= 1): alpha(TempBalance) - alpha(global lr)
+    of ``layer``, or of the mean over layers (None), from two `SpectralProbe` results."""
+    def curve(p):
+        return layer_means(p, "alpha") if layer is None else \
+            p[p.layer == layer].set_index("epoch")["alpha"]
+    d = curve(tb) - curve(base)
+    return d[d.index >= 1]
 
 
 def layer_means(probe: pd.DataFrame, column: str) -> pd.Series:

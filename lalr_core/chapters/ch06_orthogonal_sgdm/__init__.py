@@ -4,8 +4,9 @@ and the summaries the notebook reads.
 ``settings`` holds the typed `Settings` and ``PROFILES`` (``paper`` = the source's setting,
 ``quick`` = the digest's section-6 reduction on Fashion-MNIST, ``smoke`` = the same code on
 synthetic data in seconds); ``runs`` the builders that turn settings into ``RunConfig`` lists,
-section by section; ``summaries`` the tables and the source's numbers. ``CHAPTER`` ties them
-together (``CHAPTER.all_runs(settings)`` is the one sweep of every section).
+section by section; ``summaries`` the tables and the source's numbers; ``verdicts`` the
+intervals behind each check and how a claim over several models combines them. ``CHAPTER``
+ties them together (``CHAPTER.all_runs(settings)`` is the one sweep of every section).
 """
 
 from __future__ import annotations
@@ -37,6 +38,23 @@ from lalr_core.chapters.ch06_orthogonal_sgdm.summaries import (
     running_mean,
     variant_of,
 )
+from lalr_core.chapters.ch06_orthogonal_sgdm.verdicts import (
+    IMAGENET_VAL_IMAGES,
+    bootstrap_range_difference,
+    centre_shift,
+    epochs_to_mark,
+    every,
+    grid_range_difference,
+    has_batch_norm,
+    log2_ratio,
+    most,
+    results_by,
+    run_difference,
+    run_value,
+    slope,
+    texts,
+    vs_source,
+)
 from lalr_core.core.chapter import Chapter
 
 CHAPTER = Chapter(id="06", title="Orthogonal SGDM: orthogonalising gradients per layer",
@@ -48,4 +66,8 @@ __all__ = [
     "is_orthogonalised", "mean_se", "probe_callbacks", "read_source", "run_cost", "run_table",
     "running_mean", "section_runs", "suite_configs", "table51_configs", "table54_configs",
     "untuned", "vae_configs", "variant_of", "with_probes",
+    # verdicts: intervals and how a claim over several parts combines them
+    "IMAGENET_VAL_IMAGES", "bootstrap_range_difference", "centre_shift", "epochs_to_mark", "every",
+    "grid_range_difference", "has_batch_norm", "log2_ratio", "most", "results_by",
+    "run_difference", "run_value", "slope", "texts", "vs_source",
 ]

@@ -105,10 +105,12 @@ def table54_configs(s: Settings) -> dict[tuple, list[RunConfig]]:
 
 
 def probe_callbacks(s: Settings, cfg: RunConfig) -> dict[str, dict]:
-    """Probes attached to the seed-0 SGDM / Orth-SGDM suite runs (figs 5.12, 5.13), so those
-    figures come from the same runs as table 5.3. Cache keys include the callbacks, so every
-    sweep goes through `with_probes`, which applies this one rule."""
-    if cfg not in (untuned(s, cfg.model, "sgdm"), untuned(s, cfg.model, "orth_sgdm")):
+    """Probes attached to the SGDM / Orth-SGDM suite runs of every seed (figs 5.12, 5.13), so
+    those figures come from the same runs as table 5.3 and their checks pair the seeds. Cache
+    keys include the callbacks, so every sweep goes through `with_probes`, which applies this
+    one rule."""
+    if cfg not in (untuned(s, cfg.model, "sgdm", cfg.seed),
+                   untuned(s, cfg.model, "orth_sgdm", cfg.seed)):
         return {}
     callbacks = {}
     if cfg.model == s.rep_model:
@@ -151,7 +153,8 @@ def section_runs(s: Settings) -> Sections:
     f514 = [untuned(s, s.f514_model, v, seed=k, batch_size=b, n_train=s.f514_n_train,
                     epochs=s.f514_epochs)
             for b in s.f514_batches for v in ("sgdm", "orth_sgdm") for k in range(s.f514_seeds)]
-    sym = [untuned(s, m, "sgdm", epochs=s.sym_epochs) for m in s.sym_models]
+    sym = [untuned(s, m, "sgdm", seed=k, epochs=s.sym_epochs)
+           for m in s.sym_models for k in range(s.sym_seeds)]
     sections = {
         "suite": suite, "table5.1": t51, "table5.4": t54, "fig5.7": fig57_configs(s),
         "table5.5": ablation_configs(s, ("sgdm", "n_sgdm", "cn_sgdm", "orth_sgdm"),
@@ -163,6 +166,8 @@ def section_runs(s: Settings) -> Sections:
     out["fig5.10"] = (cos, [{"filter_cos": {"layers": list(s.cos_layers),
                                             "every": s.cos_every}}] * len(cos))
     out["figI"] = (sym, [{"symmetry": {"layer": s.sym_layer, "every": s.sym_every}}] * len(sym))
+    from lalr_core.chapters.ch06_orthogonal_sgdm import classifier_null  # imports this module
+    out["classifier_null"] = classifier_null.null_configs(s)
     return out
 
 

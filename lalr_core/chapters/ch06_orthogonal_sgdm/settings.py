@@ -9,6 +9,7 @@ Fashion-MNIST (10k/2k/2k); ``smoke`` the same code on synthetic data in seconds.
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import torch
@@ -45,6 +46,7 @@ class Settings(ChapterSettings):
     seeds: int                # SGDM / Orth-SGDM runs per model
     ns_seeds: int             # Newton-Schulz runs per model, paired with suite seeds 0, 1, ...
     f51_model: str            # fig 5.1's model when it is in the suite (else the suite's first)
+    f53_mark: float           # figs 5.1/5.3: validation accuracy (%) whose epochs are compared
     source_analogue: dict     # reduced model -> the source model whose cells it stands beside
     # Tables 5.1 and 5.2: tuned optimisers (their other hyper-parameters: ``runs._T51``).
     t51_model: str
@@ -109,17 +111,26 @@ class Settings(ChapterSettings):
     f514_n_train: int
     f514_epochs: int
     f514_seeds: int
+    f514_overtake: int        # the batch size from which Orth-SGDM overtakes (the source's 32)
     # Figs I.1, I.2: the symmetry probe without and with skip connections.
     sym_models: tuple[str, str]
     sym_layer: str
     sym_epochs: int
     sym_every: int            # steps between records
+    sym_seeds: int            # runs per model (the skip check pairs them by seed)
     # Execution: parallel training processes and the sweep's executor.
     workers: int
     executor: str             # "local" or "ray" (pip install .[distributed])
+    # The classifier's null direction (issue 12; not a source item, `classifier_null`).
+    null_seeds: dict          # model -> Orth-SGDM runs with the null direction dropped, seeds
+                              # 0, 1, ..., each paired with the complete (source) run of its seed
+    null_probe: tuple[str, ...]  # models of the float64 complete-vs-drop probe
+    null_steps: int           # steps of that probe
+    null_f32_steps: int       # steps of its float32 run (with the rounding-only control)
 
     def check(self) -> None:
         """Reject values the runs or the notebook's cells cannot use (``ValueError``)."""
+        check_null_settings(self)  # the classifier-null section's settings
         check_names(self, "dataset", check_dataset_name)
         for name in ("suite_models", "f51_model", "t51_model", "t54_model", "t55_models",
                      "t56_models", "f57_model", "cos_model", "rep_model", "tdp_model",
@@ -136,8 +147,8 @@ class Settings(ChapterSettings):
                  "bt_steps", "bt_batch", "bt_lr", "bt_eta", "bt_lambd", "bt_projector",
                  "bt_window", "vae_steps", "vae_batch", "vae_lr", "vae_eval_every",
                  "unsup_seeds", "cos_lrs", "cos_epochs", "cos_every", "rep_every", "tdp_window",
-                 "f514_batches", "f514_n_train", "f514_epochs", "f514_seeds", "sym_epochs",
-                 "sym_every", "workers")
+                 "f514_batches", "f514_n_train", "f514_epochs", "f514_seeds", "f514_overtake",
+                 "f53_mark", "sym_epochs", "sym_every", "sym_seeds", "workers")
         for name in ("wd", "t51_sgdm_wd", "bt_wd", "bt_noise", "f57_eval_every"):
             if getattr(self, name) < 0:
                 raise ValueError(f"setting {name!r} must be >= 0, got {getattr(self, name)!r}")
@@ -235,6 +246,29 @@ _UNSUPERVISED = dict(
     bt_projector=(256, 256), bt_window=100, vae_batch=128, vae_lr=1e-3,
 )
 
+
+def check_null_settings(s: Settings) -> None:
+    """``ValueError`` unless ``null_seeds`` maps known models to seed counts >= 1,
+    ``null_probe`` names known models and ``null_steps``, ``null_f32_steps`` >= 1."""
+    if not isinstance(s.null_seeds, Mapping) or not s.null_seeds:
+        raise ValueError(f"setting 'null_seeds' must map models to seed counts, "
+                         f"got {s.null_seeds!r}")
+    for name, models in (("null_seeds", list(s.null_seeds)), ("null_probe", s.null_probe)):
+        for model in models:
+            try:
+                check_model_name(model)
+            except ValueError as e:
+                raise ValueError(f"setting {name!r}: {e}") from None
+    for model, n in s.null_seeds.items():
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise ValueError(f"setting 'null_seeds' needs an int >= 1 per model, got "
+                             f"{model}: {n!r}")
+    for name in ("null_steps", "null_f32_steps"):
+        n = getattr(s, name)
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise ValueError(f"setting {name!r} must be an int >= 1, got {n!r}")
+
+
 PROFILES: dict[str, Settings] = {
     "smoke": Settings(**{
         **_COMMON_SMALL, **_SOURCE, "t54_lrs": (1e-1, 1e-2), "t54_moms": (0.9,),
@@ -243,19 +277,25 @@ PROFILES: dict[str, Settings] = {
         ablation_seeds=1, t51_epochs=2, t51_milestones=(1,), t51_seeds=1, t51_adam_lr=1e-3,
         t51_sgdm_wd=1e-3, thresholds=(20, 30, 40, 50, 60), t54_epochs=1, t54_seeds=1,
         cos_epochs=1, cos_every=2, rep_every=2, sym_epochs=1, sym_every=1, f514_n_train=64,
-        f514_epochs=1, f514_seeds=1, f57_n_train=None, f57_n_val=64, f57_batch=64,
+        f514_epochs=1, f514_seeds=1, f514_overtake=32, f53_mark=20, sym_seeds=1,
+        f57_n_train=None, f57_n_val=64, f57_batch=64,
         f57_eval_every=2, bt_steps=6, bt_batch=64, vae_steps=30, vae_eval_every=10,
         unsup_seeds=1, **_UNSUPERVISED, workers=1, executor="local",
+        null_seeds={"basic_cnn": 1}, null_probe=("basic_cnn",), null_steps=3,
+        null_f32_steps=3,
     ),
     "quick": Settings(
         **_COMMON_SMALL, **_SOURCE, dataset="fashion_mnist", synthetic=False, n_train=10_000,
         n_val=2_000, n_test=2_000, augment=False, batch_size=256, epochs=8, seeds=3,
-        ns_seeds=1, ablation_seeds=2, t51_epochs=10, t51_milestones=(6, 8), t51_seeds=2,
+        ns_seeds=1, ablation_seeds=3, t51_epochs=10, t51_milestones=(6, 8), t51_seeds=3,
         t51_adam_lr=1e-3, t51_sgdm_wd=1e-3, thresholds=(60, 75, 80, 85, 88), t54_epochs=3,
         t54_seeds=1, cos_epochs=3, cos_every=10, rep_every=10, sym_epochs=3, sym_every=1,
-        f514_n_train=4_000, f514_epochs=1, f514_seeds=3, f57_n_train=None, f57_n_val=5_000,
+        f514_n_train=4_000, f514_epochs=1, f514_seeds=3, f514_overtake=32, f53_mark=80,
+        sym_seeds=3, f57_n_train=None, f57_n_val=5_000,
         f57_batch=1024, f57_eval_every=5, bt_steps=150, bt_batch=256, vae_steps=1500,
         vae_eval_every=100, unsup_seeds=3, **_UNSUPERVISED, workers=2, executor="local",
+        null_seeds={"basic_cnn": 3, "resnet8": 2}, null_probe=("basic_cnn",), null_steps=10,
+        null_f32_steps=30,
     ),
     "paper": Settings(
         **_SOURCE, dataset="cifar10", synthetic=False, n_train=40_000, n_val=10_000,
@@ -277,11 +317,13 @@ PROFILES: dict[str, Settings] = {
         sym_models=("basic_cnn", "basic_cnn_skip"), sym_layer="conv2", sym_epochs=100,
         sym_every=5,
         f514_model="resnet20", f514_batches=(4, 32, 1024), f514_n_train=40_000,
-        f514_epochs=100, f514_seeds=1,
+        f514_epochs=100, f514_seeds=1, f514_overtake=32, f53_mark=50, sym_seeds=3,
         f57_model="resnet34_tv", f57_n_train=None, f57_n_val=5_000, f57_batch=1024,
         f57_eval_every=0, source_analogue={},
         bt_steps=150, bt_batch=256, vae_steps=200_000, vae_eval_every=2_000,
         unsup_seeds=3, **_UNSUPERVISED,
         workers=1, executor="local",  # "ray" on a cluster (pip install .[distributed])
+        null_seeds={"basic_cnn": 5, "resnet20": 5, "resnet34_tv": 5},  # table 5.6's models
+        null_probe=("basic_cnn", "resnet20"), null_steps=20, null_f32_steps=40,
     ),
 }

@@ -100,3 +100,14 @@ def test_paired_bootstrap_matches_the_closed_form_standard_error():
     unpaired = paired_difference([a.mean()], [b.mean()], n_test=n, scale=100)
     assert ev.high - ev.low < 0.6 * (unpaired.high - unpaired.low)
     assert ev.n_test == n and ev == bootstrap_difference(a, b, scale=100, resamples=4000)
+
+
+def test_least_favourable_part_decides_a_claim_on_every_part():
+    from lalr_core.core.evidence import least_favourable, margin
+    parts = {"a": Evidence(2, 1, 3), "b": Evidence(1, 0.5, 2), "c": Evidence(0, -1, 1)}
+    assert margin(parts["b"]) == 0.5 and margin(Evidence(0, -0.2, 0.3, 1.0, "within")) == 0.7
+    assert least_favourable(parts)[0] == "c"                        # INCONCLUSIVE beats PASS
+    assert least_favourable({**parts, "d": Evidence(-2, -3, -1)})[0] == "d"     # then FAIL
+    assert least_favourable({k: parts[k] for k in "ab"})[0] == "b"  # narrowest PASS
+    with pytest.raises(ValueError, match="at least one part"):
+        least_favourable({})

@@ -30,7 +30,7 @@ verdict; REPORT.md prints it beside the number.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -105,6 +105,35 @@ class Evidence:
     def as_record(self) -> dict:
         """JSON-ready fields, as stored in ``checks.json``."""
         return {**asdict(self), "confidence": CONFIDENCE}
+
+
+def margin(ev: Evidence) -> float:
+    """How far the interval lies on the claim's side of the threshold (< 0: it does not)."""
+    if ev.side == "greater":
+        return ev.low - ev.threshold
+    if ev.side == "less":
+        return ev.threshold - ev.high
+    return ev.threshold - max(abs(ev.low), abs(ev.high))
+
+
+_WEAKEST_FIRST = {"FAIL": 0, "INCONCLUSIVE": 1, "PASS": 2}
+
+
+def least_favourable(parts: Mapping[str, Evidence]) -> tuple[str, Evidence]:
+    """The part that decides a claim "every part holds": its verdict is the conjunction's
+    (the first FAIL, else an INCONCLUSIVE part, else the PASS with the narrowest margin).
+
+    Raises:
+        ValueError: no parts.
+    """
+    if not parts:
+        raise ValueError("a claim on every part needs at least one part")
+
+    def rank(item):
+        m = margin(item[1])
+        return _WEAKEST_FIRST[item[1].verdict], m if math.isfinite(m) else -math.inf
+
+    return min(parts.items(), key=rank)
 
 
 def _t_interval(x: np.ndarray) -> tuple[float, float, float]:

@@ -33,11 +33,16 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from lalr_core.core.evidence import (CONFIDENCE, Evidence, bootstrap_difference, mean_interval,
-                                     paired_difference)
+from lalr_core.core.evidence import (
+    CONFIDENCE,
+    Evidence,
+    bootstrap_difference,
+    least_favourable,
+    mean_interval,
+    paired_difference,
+)
 
 METRICS = ("test_acc", "train_acc")   # run-table columns, in percent
-_RANK = {"FAIL": 0, "INCONCLUSIVE": 1, "PASS": 2}
 
 
 # ----------------------------------------------------------------------------- contrasts
@@ -154,15 +159,6 @@ def paired_deltas(table: pd.DataFrame, by: Sequence[str], reference: str = "base
 
 
 # ----------------------------------------------------------------------------- claims
-def _margin(e: Evidence) -> float:
-    """How far the interval lies on the claim's side of the threshold (< 0: it does not)."""
-    if e.side == "greater":
-        return e.low - e.threshold
-    if e.side == "less":
-        return e.threshold - e.high
-    return min(e.low + e.threshold, e.threshold - e.high)
-
-
 def all_of(parts: Mapping[str, Evidence]) -> tuple[Evidence, str]:
     """The verdict of "every part holds": FAIL if a part fails, else INCONCLUSIVE if a part
     is, else PASS.
@@ -172,10 +168,7 @@ def all_of(parts: Mapping[str, Evidence]) -> tuple[Evidence, str]:
         INCONCLUSIVE part, else the PASS with the narrowest margin) and one line giving every
         part's interval and verdict, for the check's ``detail``.
     """
-    if not parts:
-        raise ValueError("all_of needs at least one part")
-    deciding = min(parts.values(), key=lambda e: (_RANK[e.verdict], _margin(e)
-                                                   if math.isfinite(_margin(e)) else -math.inf))
+    _, deciding = least_favourable(parts)
     detail = "; ".join(f"{name}: {e.text()} -> {e.verdict}" for name, e in parts.items())
     return deciding, detail
 

@@ -32,6 +32,7 @@ from lalr_core.core.evidence import (
     CONFIDENCE,
     Evidence,
     bootstrap_difference,
+    least_favourable,
     paired_difference,
 )
 from lalr_core.core.models import build_model
@@ -158,31 +159,11 @@ def bootstrap_range_difference(correct_base: np.ndarray, correct_orth: np.ndarra
 
 
 # ----------------------------------------------------------------------------- combining
-_ORDER = {"FAIL": 0, "INCONCLUSIVE": 1, "PASS": 2}
-
-
-def _margin(ev: Evidence) -> float:
-    """How far the interval lies on the claim's side (negative: on the other side)."""
-    if ev.side == "greater":
-        return ev.low - ev.threshold
-    if ev.side == "less":
-        return ev.threshold - ev.high
-    return ev.threshold - max(abs(ev.low), abs(ev.high))
-
-
 def every(parts: Mapping[str, Evidence]) -> Evidence:
     """The claim holds for every part: the verdict of the least favourable part (any FAIL:
     FAIL; else any INCONCLUSIVE: INCONCLUSIVE; else PASS), with that part's interval; its
     ``method`` names the deciding part."""
-    if not parts:
-        raise ValueError("every() needs at least one part")
-
-    def rank(item):
-        _, ev = item
-        m = _margin(ev)
-        return _ORDER[ev.verdict], m if math.isfinite(m) else -math.inf
-
-    name, ev = min(parts.items(), key=rank)
+    name, ev = least_favourable(parts)
     return dataclasses.replace(ev, method=f"{ev.method}; deciding part: {name} "
                                           f"(of {len(parts)}, all must hold)")
 

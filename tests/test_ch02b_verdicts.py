@@ -134,6 +134,23 @@ def test_lr_gains_pair_tempbalance_with_the_global_lr_of_the_same_pruning():
         px.lr_evidence(t[t.layer_lr == "none"], [0.2])
 
 
+def test_tempbalance_versus_the_global_lr_pairs_the_finetuning_seeds():
+    # two seeds of identical tables: the estimate is the one seed's, and the seeds agree, so
+    # the two-level interval is as narrow as one seed's; seeds that disagree widen it
+    t = lr_table()
+    two = pd.concat([t.assign(seed=0), t.assign(seed=1)], ignore_index=True)
+    one, both = px.lr_evidence(t, [0.2]), px.lr_evidence(two, [0.2])
+    assert both.n == 2 and "2 seeds" in both.method and both.estimate == pytest.approx(one.estimate)
+    flipped = t.copy()
+    flipped.loc[flipped.layer_lr == "eq2.13", "test_correct"] = flipped.loc[
+        flipped.layer_lr == "none", "test_correct"].to_numpy()            # seed 1: no gain
+    mixed = pd.concat([t.assign(seed=0), flipped.assign(seed=1)], ignore_index=True)
+    e = px.lr_evidence(mixed, [0.2])
+    assert e.estimate == pytest.approx(one.estimate / 2) and e.high - e.low > one.high - one.low
+    with pytest.raises(ValueError, match="same seeds"):
+        px.lr_evidence(pd.concat([t.assign(seed=0), t[t.layer_lr == "none"].assign(seed=1)]), [0.2])
+
+
 def test_the_range_contrast_compares_the_gain_inside_a_size_range_with_the_rest():
     t = lr_table()
     e, inside = px.lr_range_contrast(t, 0.55, 0.65)

@@ -102,6 +102,28 @@ def test_paired_bootstrap_matches_the_closed_form_standard_error():
     assert ev.n_test == n and ev == bootstrap_difference(a, b, scale=100, resamples=4000)
 
 
+def test_two_level_bootstrap_resamples_the_seeds():
+    """Seeds paired by row: when every example of a seed has the same difference c_i, the
+    example draw changes nothing and the interval is the bootstrap over seeds alone: the mean
+    of k draws from {c_i}. For k = 2 and c = (0, 1) that mean is 0, 0.5, 1 with probabilities
+    1/4, 1/2, 1/4, so the 95 % interval is [0, 1]; one level (seeds averaged) would be [0.5, 0.5]."""
+    from lalr_core.core.evidence import bootstrap_difference
+    n = 50
+    a = np.stack([np.zeros(n), np.ones(n)])            # seed 0: both wrong; seed 1: a right
+    b = np.zeros((2, n))
+    ev = bootstrap_difference(a, b, resamples=4000)
+    assert (ev.estimate, ev.low, ev.high, ev.n, ev.n_test) == (0.5, 0.0, 1.0, 2, n)
+    assert "2 seeds" in ev.method
+    flat = bootstrap_difference(a.mean(0), b.mean(0), resamples=4000)
+    assert flat.low == flat.high == 0.5
+    # one row is the one-level bootstrap, draw for draw
+    rng = np.random.default_rng(0)
+    x, y = rng.random(300) < 0.7, rng.random(300) < 0.6
+    assert bootstrap_difference(x[None], y[None]) == bootstrap_difference(x, y)
+    with pytest.raises(ValueError, match="equal"):
+        bootstrap_difference(np.zeros((2, 5)), np.zeros((3, 5)))
+
+
 def test_least_favourable_part_decides_a_claim_on_every_part():
     from lalr_core.core.evidence import least_favourable, margin
     parts = {"a": Evidence(2, 1, 3), "b": Evidence(1, 0.5, 2), "c": Evidence(0, -1, 1)}

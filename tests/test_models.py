@@ -180,6 +180,31 @@ def test_basic_cnn_skip_adds_the_pooled_input():
     torch.testing.assert_close(h3[..., 0, 3], h2[..., 0:2, 6].mean(-1))
 
 
+def test_basic_cnn_nobn_is_conv_relu_with_basic_cnn_names():
+    model = build_model("basic_cnn_nobn", in_channels=1, image_size=28)
+    assert not any(isinstance(m, torch.nn.BatchNorm2d) for m in model.modules())
+    assert num_parameters(model) == conv(1, 32, bias=True) + 2 * conv(32, 32, bias=True) + 512 * 10 + 10
+    x = torch.randn(3, 1, 28, 28)
+    h = x
+    for c in (model.conv1, model.conv2, model.conv3):  # the explicit chain: conv -> ReLU
+        h = torch.relu(torch.nn.functional.conv2d(h, c.weight, c.bias, stride=2, padding=1))
+    torch.testing.assert_close(model(x), model.fc(h.flatten(1)))
+
+
+def test_a_filter_off_on_the_whole_batch_has_an_exactly_zero_gradient():
+    # fig 5.13's mechanism: without BN, a filter whose ReLU is off everywhere gets no gradient;
+    # with BN the channel is re-centred over the batch and the same bias changes nothing
+    for name, dead in (("basic_cnn_nobn", True), ("basic_cnn", False)):
+        torch.manual_seed(0)
+        model = build_model(name, in_channels=1, image_size=28)
+        with torch.no_grad():
+            model.conv2.bias[0] = -1e4
+        model(torch.randn(8, 1, 28, 28)).sum().backward()
+        g = model.conv2.weight.grad
+        assert bool((g[0] == 0).all()) is dead
+        assert bool((g[1:] != 0).any())
+
+
 # ----------------------------------------------------------------------------- Barlow Twins
 @pytest.mark.parametrize("side", [28, 32])
 def test_barlow_twins_shapes_and_projector(side):

@@ -90,12 +90,22 @@ def test_every_section_builds_valid_runs_and_the_sweep_starts_with_the_longest()
         s = chapter_settings("06", profile)
         sections = ox.section_runs(s)
         assert set(sections) == {"suite", "table5.1", "table5.4", "fig5.7", "table5.5", "table5.6",
-                                 "fig5.14", "fig5.10", "figI", "classifier_null"}
+                                 "fig5.14", "fig5.10", "figI", "classifier_null", "fig5.13"}
         for cfgs, cbs in sections.values():
             assert len(cfgs) == len(cbs) and all(isinstance(c, RunConfig) for c in cfgs)
         cfgs, _ = ox.CHAPTER.all_runs(s)
         costs = [ox.run_cost(c) for c in cfgs]
         assert costs == sorted(costs, reverse=True)
+    quick = chapter_settings("06", "quick")
+    tdp, tdp_cbs = ox.section_runs(quick)["fig5.13"]  # no-BN model outside the suite: own runs
+    assert quick.tdp_exact_model not in quick.suite_models and not ox.has_batch_norm(quick.tdp_exact_model)
+    assert sorted((ox.variant_of(c), c.seed) for c in tdp) == sorted(
+        (v, k) for v in ("sgdm", "orth_sgdm") for k in range(quick.seeds))
+    assert all(cb == {"zero_grad": {"layer": quick.tdp_exact_layer}} for cb in tdp_cbs)
+    inside = dataclasses.replace(quick, tdp_exact_model="basic_cnn", tdp_exact_layer="conv2")
+    assert all(c in ox.section_runs(inside)["suite"][0] for c in ox.section_runs(inside)["fig5.13"][0])
+    with pytest.raises(ValueError, match="tdp_exact_layer"):
+        dataclasses.replace(quick, tdp_exact_model="resnet8", tdp_exact_layer="conv1").check()
     paper = ox.section_runs(chapter_settings("06", "paper"))
     assert len(paper["table5.4"][0]) == 4 * 5 * 4 * 5      # lr x momentum x optimiser x 5 runs
     assert {c.model for c in paper["suite"][0]} >= {"resnet20", "resnet44", "wide_resnet50_2_tv"}
@@ -217,6 +227,7 @@ def _t51(methods=(), **hyper):
 
 _SGDM51 = dict(optimizer="sgdm", lr=0.05, momentum=0.85)
 _ADAM51 = dict(optimizer="adam", lr=1e-3, betas=(0.9, 0.99), wd=1e-4)
+_TDP_EXACT = {"zero_grad": {"layer": "conv2"}}  # fig 5.13 on BasicCNN without BN
 SMOKE_RUNS = {
     "suite": [(_u("basic_cnn"), _REP), (_u("basic_cnn", _ORTH), _REP), (_u("resnet8"), _TDP),
               (_u("resnet8", _ORTH), _TDP), (_u("mlp"), {}), (_u("mlp", _ORTH), {}),
@@ -235,6 +246,7 @@ SMOKE_RUNS = {
                  (("basic_cnn", _REP), ("resnet8", _TDP)) for m in ((), _ORTH, _CONV)],
     "fig5.14": [(_u("basic_cnn", m, batch_size=b, n_train=64, epochs=1), {}) for b in (4, 32)
                 for m in ((), _ORTH)],
+    "fig5.13": [(_u("basic_cnn_nobn"), _TDP_EXACT), (_u("basic_cnn_nobn", _ORTH), _TDP_EXACT)],
     "fig5.10": [(_u("basic_cnn", m, lr=lr, epochs=1), _COS) for lr in (1.0, 0.01)
                 for m in ((), _ORTH)],
     "figI": [(_u(mod, epochs=1), _SYM) for mod in ("basic_cnn", "basic_cnn_skip")],
@@ -253,7 +265,7 @@ def test_smoke_section_runs_are_the_fixed_configs():
     null = list(zip(*ox.CHAPTER.runs(s, "classifier_null")))
     union = {(c, json.dumps(cb, sort_keys=True))
              for runs in [*SMOKE_RUNS.values(), null] for c, cb in runs}
-    assert len(configs) == len(union) == 43 + 1    # + the one run with the null dropped
+    assert len(configs) == len(union) == 45 + 1    # + the one run with the null dropped
     assert {(c, json.dumps(cb, sort_keys=True)) for c, cb in zip(configs, callbacks)} == union
     with pytest.raises(ValueError, match="unknown section 'table5.7'"):
         ox.CHAPTER.runs(s, "table5.7")

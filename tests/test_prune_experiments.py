@@ -165,7 +165,13 @@ def test_builders_yield_valid_configs(profile):
     for aug, swept in (("traditional", s.f33_ratios), ("augmix", s.f33_aug_ratios)):
         Ps = [x["P"] for x in plan["fig3.3"] if x["aug"] == aug and x["metric"] == px.UNIFORM]
         assert sorted(Ps) == sorted(set(swept) | set(s.curve_ratios))
-    assert len(plan["vgg"]) == 2 * len(s.vgg_ratios)
+    assert len(plan["vgg"]) == 2 * len(s.vgg_ratios) * s.vgg_seeds
+    # finetuning seeds change the data order only: same masks, the first seed the pretraining's
+    by_seed = {}
+    for x in plan["vgg"]:
+        by_seed.setdefault(x["cfg"].seed, []).append((x["P"], x["layer_lr"], x["callbacks"]))
+    assert sorted(by_seed) == [s.seed + k for k in range(s.vgg_seeds)]
+    assert all(v == by_seed[s.seed] for v in by_seed.values())
     assert {x["layer_lr"] for x in plan["fig3.22"]} == {"none", "eq2.13"}
     cfgs, _ = px.all_finetunes(plan)
     assert cfgs[0].epochs == max(c.epochs for c in cfgs)

@@ -212,31 +212,47 @@ BOOTSTRAP_RESAMPLES = 2000
 def bootstrap_difference(correct_a, correct_b, *, threshold: float = 0.0,
                          side: str = "greater", scale: float = 1.0,
                          resamples: int = BOOTSTRAP_RESAMPLES, seed: int = 0) -> Evidence:
-    """Evidence on ``acc_a - acc_b`` of two runs on the same test set, from per-example
+    """Evidence on ``acc_a - acc_b`` of runs on the same test set, from per-example
     correctness: the paired bootstrap over examples (percentile interval, seeded).
+
+    With one run per side (1-D inputs) it resamples the test examples. With ``k > 1`` seeds
+    (2-D inputs ``[k, n_test]``, row ``i`` of both sides the same seed) it is the two-level
+    bootstrap: each resample draws ``k`` seeds and ``n_test`` examples with replacement, so
+    the interval covers the spread over training seeds as well as the test set's sampling
+    (with few seeds a rough interval, but not one that ignores the seeds).
 
     Args:
         correct_a, correct_b: one score per test example, same example order: a bool or
-            0/1, or a fraction (e.g. one example's mean correctness over several runs).
+            0/1, or a fraction (e.g. one example's mean correctness over several runs);
+            ``[k, n_test]`` for ``k`` seeds paired by row.
         threshold, side, scale: as in `paired_difference`.
         resamples: bootstrap resamples.
         seed: of the resampling (the interval is deterministic for a given seed).
     """
-    a = _values("correct_a", correct_a)
-    b = _values("correct_b", correct_b)
-    if a.shape != b.shape:
-        raise ValueError(f"paired values need equal lengths, got {a.size} and {b.size}")
-    d = a - b                                  # per example: -1, 0 or +1
+    a, b = (np.asarray(x, dtype=np.float64) for x in (correct_a, correct_b))
+    if a.ndim > 2 or b.ndim > 2:
+        raise ValueError(f"correctness must be [n_test] or [seeds, n_test], got shapes "
+                         f"{a.shape} and {b.shape}")
+    a, b = np.atleast_2d(a), np.atleast_2d(b)
+    if a.shape != b.shape or a.size == 0:
+        raise ValueError(f"paired values need equal, non-empty shapes, got {a.shape} and "
+                         f"{b.shape}")
+    d = a - b                                  # [seeds, examples]
+    k, n = d.shape
     rng = np.random.default_rng(seed)
-    n = d.size
     means = np.empty(resamples)
-    for start in range(0, resamples, 256):    # blocks keep memory at 256 x n indices
+    for start in range(0, resamples, 256):    # blocks keep memory at k x 256 x n values
         stop = min(start + 256, resamples)
-        idx = rng.integers(0, n, size=(stop - start, n))
-        means[start:stop] = d[idx].mean(axis=1)
+        rows = d[:, rng.integers(0, n, size=(stop - start, n))].mean(axis=2)  # [k, block]
+        if k > 1:
+            picks = rng.integers(0, k, size=(stop - start, k))
+            means[start:stop] = np.take_along_axis(rows.T, picks, axis=1).mean(axis=1)
+        else:
+            means[start:stop] = rows[0]
     tail = (1 - CONFIDENCE) / 2
     low, high = np.quantile(means, [tail, 1 - tail])
     est = float(d.mean())
     low, high = min(float(low), est), max(float(high), est)
-    return Evidence(scale * est, scale * low, scale * high, threshold, side, 1, n,
-                    f"one seed: paired bootstrap over {n} test examples")
+    how = (f"one seed: paired bootstrap over {n} test examples" if k == 1 else
+           f"{k} seeds: two-level paired bootstrap over seeds and {n} test examples")
+    return Evidence(scale * est, scale * low, scale * high, threshold, side, k, n, how)

@@ -153,18 +153,23 @@ class BasicCNN(nn.Module):
 
     24,714 parameters on CIFAR-10. On 28x28 inputs the maps are 4x4 as on 32x32, so the head
     is the same 512 -> classes ("BasicCNN-FM" of the digest's section 6).
+
+    ``batch_norm=False`` (model ``basic_cnn_nobn``, not a source model) makes every ``bn*`` an
+    identity: conv (with bias) then ReLU. Without batch norm a filter whose ReLU is off on the
+    whole batch gets an exactly zero gradient, the mechanism behind seed 004's fig 5.13.
     """
 
     def __init__(self, in_channels: int = 3, num_classes: int = 10, width: float = 1.0,
-                 image_size: int = 32):
+                 image_size: int = 32, batch_norm: bool = True):
         super().__init__()
         c = _scaled(32, width)
+        norm = nn.BatchNorm2d if batch_norm else (lambda _: nn.Identity())
         self.conv1 = nn.Conv2d(in_channels, c, 3, 2, 1)
-        self.bn1 = nn.BatchNorm2d(c)
+        self.bn1 = norm(c)
         self.conv2 = nn.Conv2d(c, c, 3, 2, 1)
-        self.bn2 = nn.BatchNorm2d(c)
+        self.bn2 = norm(c)
         self.conv3 = nn.Conv2d(c, c, 3, 2, 1)
-        self.bn3 = nn.BatchNorm2d(c)
+        self.bn3 = norm(c)
         side = image_size
         for _ in range(3):
             side = (side + 2 - 3) // 2 + 1  # conv output size, k=3, s=2, p=1
@@ -286,7 +291,7 @@ def _torchvision_model(name: str, in_channels: int, num_classes: int, width: flo
 
 
 # ----------------------------------------------------------------------------- registry
-MODEL_NAMES = (("basic_cnn", "basic_cnn_skip", "mlp", "resnet9")
+MODEL_NAMES = (("basic_cnn", "basic_cnn_skip", "basic_cnn_nobn", "mlp", "resnet9")
                + tuple(f"resnet{d}" for d in CIFAR_RESNET_DEPTHS) + TORCHVISION_NAMES
                + CIFAR_MODEL_NAMES)
 
@@ -304,7 +309,7 @@ def build_model(name: str, *, in_channels: int = 3, num_classes: int = 10, width
 
     Args:
         name: one of ``MODEL_NAMES``: ``resnet20``, ``resnet44``, ``resnet9``, ``basic_cnn``,
-            ``basic_cnn_skip``, ``mlp``, ... and the torchvision models ``resnet18_tv``,
+            ``basic_cnn_skip``, ``basic_cnn_nobn``, ``mlp``, ... and the torchvision models ``resnet18_tv``,
             ``resnet50_tv``, ``densenet121_tv``, ... (``TORCHVISION_NAMES``; module names are
             torchvision's, e.g. ``layer2.1.conv2``; for ``in_channels != 3`` the first conv is
             replaced by one with ``in_channels`` inputs), and the seed 001 CIFAR models
@@ -337,9 +342,10 @@ def build_model(name: str, *, in_channels: int = 3, num_classes: int = 10, width
         if int(m.group(1)) in CIFAR_RESNET_DEPTHS:
             return CifarResNet(int(m.group(1)), in_channels, num_classes, width)
         return ResNet9(in_channels, num_classes, width)
-    if name in ("basic_cnn", "basic_cnn_skip"):
-        cls = BasicCNN if name == "basic_cnn" else BasicCNNSkip
-        return cls(in_channels, num_classes, width, image_size)
+    if name in ("basic_cnn", "basic_cnn_skip", "basic_cnn_nobn"):
+        cls = BasicCNNSkip if name == "basic_cnn_skip" else BasicCNN
+        return cls(in_channels, num_classes, width, image_size,
+                   batch_norm=name != "basic_cnn_nobn")
     return MLP(in_channels * image_size * image_size, num_classes, hidden, width)
 
 

@@ -147,7 +147,7 @@ def fig31_table(model: nn.Module, P: float) -> pd.DataFrame:
 # ----------------------------------------------------------------------------- finetuning
 def finetune_spec(s: Settings, section: str, role: str, aug: str, table, metric: str,
                   P: float, rule: str, epochs: int, layer_lr: str = "none",
-                  probe: bool = False) -> dict[str, Any]:
+                  probe: bool = False, seed: int | None = None) -> dict[str, Any]:
     """One prune-then-finetune run: its labels, ``RunConfig`` and callbacks.
 
     Finetuning always uses traditional augmentation (crop + flip; AugMix only in pretraining,
@@ -157,11 +157,14 @@ def finetune_spec(s: Settings, section: str, role: str, aug: str, table, metric:
     WeightWatcher counts; the source does not say, and TempBalance's own count would read the
     masked zeros' rounding noise). ``probe`` adds a
     `SpectralProbe` with TempBalance's alphas (median x_min, kernel slices) for figs 3.22-3.24.
+    ``seed`` is the finetuning's (data order, augmentation; default the pretraining's): the
+    masks and the pretrained weights do not depend on it.
     """
     ratios = ratios_for(table, metric, P, rule)
     methods = () if layer_lr == "none" else (TempBalance(layer_lr, zeros="drop"),)
     cfg = pretrain_config(s, role, aug).replace(augmix=False, lr=s.ft_lr, epochs=int(epochs),
-                                                methods=methods)
+                                                methods=methods,
+                                                seed=s.seed if seed is None else int(seed))
     cb = {"pruned_start": {"pretrained": pretrain_unit(s, role, aug), "ratios": ratios,
                            "importance": s.importance}}
     if probe:
@@ -200,8 +203,9 @@ def finetune_plan(s: Settings, tables) -> dict[str, list[dict[str, Any]]]:
         s.f33_epochs)]
     vgg = tables[("vgg", "traditional")]
     plan["vgg"] = [finetune_spec(s, "vgg", "vgg", "traditional", vgg, UNIFORM, P, "direct",
-                                 s.vgg_epochs, lr, probe=True)
-                   for P in s.vgg_ratios for lr in ("none", "eq2.13")]
+                                 s.vgg_epochs, lr, probe=True, seed=s.seed + k)
+                   for k in range(s.vgg_seeds) for P in s.vgg_ratios
+                   for lr in ("none", "eq2.13")]
     plan["fig3.22"] = [finetune_spec(s, "fig3.22", "vgg", "traditional", vgg, UNIFORM,
                                      s.f322_ratio, "direct", s.f322_epochs, lr, probe=True)
                        for lr in ("none", "eq2.13")]

@@ -88,9 +88,12 @@ class Settings(ChapterSettings):
     # metric run can be compared with the uniform curve at its own measured size (the
     # verdicts interpolate the curve; a run outside it is clamped to the nearest end).
     curve_ratios: tuple[float, ...]
-    # Figs 3.23-3.25: uniform channel ratios of VGG (the 11 sizes) and finetuning epochs.
+    # Figs 3.23-3.25: uniform channel ratios of VGG (the 11 sizes), finetuning epochs and
+    # finetuning seeds (seed, seed + 1, ...; same pretrained weights and masks): fig 3.25's
+    # accuracy comparison pairs them, the alpha figures 3.23/3.24 draw the first.
     vgg_ratios: tuple[float, ...]
     vgg_epochs: int
+    vgg_seeds: int
     # Fig 3.22: VGG's uniform channel ratio ("4M parameters", A-25) and finetuning epochs.
     f322_ratio: float
     f322_epochs: int
@@ -118,7 +121,7 @@ class Settings(ChapterSettings):
                 raise ValueError(f"setting 'models' ({role}): {e}") from e
         positive(self, "n_train", allow_none=True)
         positive(self, "batch_size", "workers", "pretrain_lr", "pretrain_epochs", "ft_lr",
-                 "f33_epochs", "vgg_epochs", "f322_epochs", "f326_epochs")
+                 "f33_epochs", "vgg_epochs", "vgg_seeds", "f322_epochs", "f326_epochs")
         for name in ("seed", "wd"):
             if getattr(self, name) < 0:
                 raise ValueError(f"setting {name!r} must be >= 0, got {getattr(self, name)!r}")
@@ -191,7 +194,7 @@ PROFILES = {
         pretrain_epochs=2, f33_epochs=2, f33_metrics=("entropy", "norm"), f33_ratios=(0.85,),
         f33_aug_ratios=(0.85,), f33_augs=AUGS, grid_ratios=(0.5, 0.85),
         grid_metrics=("entropy", "norm", "spectral_norm"), te_metrics=("entropy",),
-        te_ratios=(0.85,), curve_ratios=(0.95,), vgg_ratios=(0.0, 0.9), vgg_epochs=2,
+        te_ratios=(0.85,), curve_ratios=(0.95,), vgg_ratios=(0.0, 0.9), vgg_epochs=2, vgg_seeds=1,
         f322_epochs=2, f326_ratios=(0.6,), f326_epochs=2, workers=1,
     ),
     "quick": Settings(
@@ -204,6 +207,7 @@ PROFILES = {
         # every metric run's size (0.7 ... 0.015), so few comparisons are clamped
         curve_ratios=(0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95),
         vgg_ratios=(0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95), vgg_epochs=5,
+        vgg_seeds=3,  # runs of ~4 s: seeds put the training noise into fig 3.25's intervals
         # + 0.25: DNm's uniform run keeps 61 % of its conv weights, inside the source's
         # "optimal range" 55-65 % (fig 3.26), which no size of the digest's grid reaches
         f322_epochs=8, f326_ratios=(0.2, 0.25, 0.35, 0.45, 0.6, 0.8), f326_epochs=4,
@@ -219,6 +223,7 @@ PROFILES = {
         grid_ratios=(0.1, 0.3, 0.5, 0.7, 0.9), grid_metrics=METRICS, te_metrics=METRICS,
         te_ratios=(0.3, 0.5, 0.7, 0.9), curve_ratios=(0.05, 0.95),  # the curve's two ends
         vgg_ratios=(0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95), vgg_epochs=40,
+        vgg_seeds=1,  # the source shows one run per size
         f322_epochs=40, f326_ratios=_F326_RATIOS, f326_epochs=40, workers=1,
     ),
 }

@@ -5,7 +5,8 @@ compared example by example. A group's *per-example correctness* is the mean, ov
 each run's ``test_correct`` (one number in [0, 1] per test example), and a comparison is the
 paired bootstrap over test examples (`lalr_core.core.evidence.bootstrap_difference`) of a
 difference of such vectors. The interval covers the test set's sampling, not the spread over
-training seeds (the chapter runs one seed, or averages its finetuning seeds into the group).
+training seeds where the chapter runs one seed; the TempBalance-vs-global-lr comparisons
+(`contrast`) pair several finetuning seeds by seed and resample them too (two-level bootstrap).
 
 Comparisons (all in percentage points):
 
@@ -72,6 +73,31 @@ def example_correct(rows: pd.DataFrame) -> np.ndarray | None:
     return np.mean(np.stack([np.asarray(h, dtype=float) for h in hits]), axis=0)
 
 
+def seed_correct(rows: pd.DataFrame) -> tuple[tuple[int, ...], np.ndarray] | None:
+    """``(seeds, [k, n_test])``: per seed (sorted), the mean correctness over the runs of
+    ``rows`` with that seed (a table without a ``seed`` column is one seed, 0); None as
+    `example_correct`."""
+    if rows.empty:
+        return None
+    seeds = rows["seed"] if "seed" in rows else pd.Series(0, index=rows.index)
+    parts = [(int(k), example_correct(g)) for k, g in rows.groupby(seeds, sort=True)]
+    if any(x is None for _, x in parts):
+        return None
+    return tuple(k for k, _ in parts), np.stack([x for _, x in parts])
+
+
+def _paired_by_seed(*sides: Sequence[pd.DataFrame]) -> list[np.ndarray] | None:
+    """Per side, the ``[k, n_test]`` mean over its groups (equal weights) of `seed_correct`;
+    every group of every side must have the same seeds. None when a run has no
+    ``test_correct``."""
+    parts = [[seed_correct(g) for g in groups] for groups in sides]
+    if any(x is None for side in parts for x in side):
+        return None
+    if len(seeds := {k for side in parts for k, _ in side}) != 1:
+        raise ValueError(f"runs compared by seed need the same seeds, got {sorted(seeds)}")
+    return [np.mean([x for _, x in side], axis=0) for side in parts]
+
+
 def uniform_at(curve: pd.DataFrame, remaining: float) -> tuple[np.ndarray, bool]:
     """Per-example correctness of the uniform curve at ``remaining`` and whether it was clamped.
 
@@ -131,15 +157,14 @@ def gain_contrast(first: tuple[pd.DataFrame, pd.DataFrame],
 def contrast(plus: Sequence[pd.DataFrame], minus: Sequence[pd.DataFrame], *,
              threshold: float = 0.0, side: str = "greater") -> Evidence:
     """Evidence on mean accuracy over the groups ``plus`` minus the mean over ``minus``
-    (each group weighted equally; points). A group with a diverged run gives NaN
-    (INCONCLUSIVE)."""
-    a = [example_correct(g) for g in plus]
-    b = [example_correct(g) for g in minus]
-    if any(x is None for x in (*a, *b)):
+    (each group weighted equally; points), paired by seed: with several finetuning seeds
+    (the same in every group) the two-level bootstrap over seeds and test examples. A group
+    with a diverged run gives NaN (INCONCLUSIVE)."""
+    pair = _paired_by_seed(plus, minus)
+    if pair is None:
         return Evidence(math.nan, math.nan, math.nan, threshold, side, 1, None,
                         "a run without test_correct (diverged?)")
-    return bootstrap_difference(np.mean(a, axis=0), np.mean(b, axis=0), threshold=threshold,
-                                side=side, scale=100)
+    return bootstrap_difference(*pair, threshold=threshold, side=side, scale=100)
 
 
 def gain_table(table: pd.DataFrame, by: Sequence[str] = ("aug",)) -> pd.DataFrame:
@@ -208,8 +233,8 @@ def lr_range_contrast(table: pd.DataFrame, low: float, high: float, *,
         return None, inside
 
     def gain(Ps):
-        parts = [tuple(map(example_correct, _lr_pair(table, P))) for P in Ps]
-        if any(x is None for pair in parts for x in pair):
+        parts = [_paired_by_seed(*([g] for g in _lr_pair(table, P))) for P in Ps]
+        if any(x is None for x in parts):
             return None
         return np.mean([a - b for a, b in parts], axis=0)
 

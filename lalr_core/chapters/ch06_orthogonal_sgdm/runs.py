@@ -106,7 +106,8 @@ def table54_configs(s: Settings) -> dict[tuple, list[RunConfig]]:
 
 def probe_callbacks(s: Settings, cfg: RunConfig) -> dict[str, dict]:
     """Probes attached to the SGDM / Orth-SGDM suite runs of every seed (figs 5.12, 5.13), so
-    those figures come from the same runs as table 5.3 and their checks pair the seeds. Cache
+    those figures come from the same runs as table 5.3 and their checks pair the seeds (and to
+    fig 5.13's runs of ``tdp_exact_model``, `tdp_exact_configs`). Cache
     keys include the callbacks, so every sweep goes through `with_probes`, which applies this
     one rule."""
     if cfg not in (untuned(s, cfg.model, "sgdm", cfg.seed),
@@ -117,7 +118,15 @@ def probe_callbacks(s: Settings, cfg: RunConfig) -> dict[str, dict]:
         callbacks["representations"] = {"modules": list(s.rep_modules), "every": s.rep_every}
     if cfg.model == s.tdp_model:
         callbacks["zero_grad"] = {"layer": s.tdp_layer}
+    elif cfg.model == s.tdp_exact_model:
+        callbacks["zero_grad"] = {"layer": s.tdp_exact_layer}
     return callbacks
+
+
+def tdp_exact_configs(s: Settings) -> list[RunConfig]:
+    """Fig 5.13's exact-zero runs: SGDM and Orth-SGDM on ``tdp_exact_model``, ``seeds`` seeds
+    each (the suite's own runs when the model is in the suite)."""
+    return suite_configs(s, ("sgdm", "orth_sgdm"), models=(s.tdp_exact_model,))
 
 
 def with_probes(s: Settings, configs: list[RunConfig]) -> list[dict[str, dict]]:
@@ -161,6 +170,7 @@ def section_runs(s: Settings) -> Sections:
                                      s.t55_models),
         "table5.6": ablation_configs(s, ("sgdm", "orth_sgdm", "conv_orth_sgdm"), s.t56_models),
         "fig5.14": f514,
+        "fig5.13": tdp_exact_configs(s),
     }
     out = {k: (v, with_probes(s, v)) for k, v in sections.items()}
     out["fig5.10"] = (cos, [{"filter_cos": {"layers": list(s.cos_layers),

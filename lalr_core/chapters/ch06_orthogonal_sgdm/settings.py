@@ -101,9 +101,14 @@ class Settings(ChapterSettings):
     rep_model: str            # one of suite_models
     rep_modules: tuple[str, ...]
     rep_every: int            # steps between records
-    # Fig 5.13: temporarily disabled parameters, probed during the seed-0 suite runs.
+    # Fig 5.13: temporarily disabled parameters, probed during the suite runs of every seed
+    # (drawn: the source's model or its analogue, which has batch norm), and the same probe on
+    # a model without batch norm (not a source model), where exact zeros can occur: its SGDM /
+    # Orth-SGDM runs are the suite's when it is in the suite, else their own ``seeds`` runs.
     tdp_model: str            # one of suite_models
     tdp_layer: str
+    tdp_exact_model: str      # the exact-zero check's model (needs no batch norm to be judged)
+    tdp_exact_layer: str
     tdp_window: int           # N of the running mean (the source's 50), batches
     # Fig 5.14: mini-batch sizes.
     f514_model: str
@@ -134,7 +139,7 @@ class Settings(ChapterSettings):
         check_names(self, "dataset", check_dataset_name)
         for name in ("suite_models", "f51_model", "t51_model", "t54_model", "t55_models",
                      "t56_models", "f57_model", "cos_model", "rep_model", "tdp_model",
-                     "f514_model", "sym_models", "widths", "source_analogue"):
+                     "tdp_exact_model", "f514_model", "sym_models", "widths", "source_analogue"):
             check_names(self, name, check_model_name)
         if any(isinstance(w, bool) or not isinstance(w, (int, float)) or w <= 0
                for w in self.widths.values()):
@@ -175,12 +180,18 @@ class Settings(ChapterSettings):
                 raise ValueError(f"setting {name!r} must be one of suite_models "
                                  f"{self.suite_models} (its probes ride on the suite's runs), "
                                  f"got {getattr(self, name)!r}")
+        if self.tdp_exact_model == self.tdp_model and self.tdp_exact_layer != self.tdp_layer:
+            raise ValueError(f"settings 'tdp_exact_layer' and 'tdp_layer' must be equal when "
+                             f"the two models are ({self.tdp_model!r}): one probe per run, got "
+                             f"{self.tdp_exact_layer!r} and {self.tdp_layer!r}")
         if self.executor not in EXECUTORS:
             raise ValueError(f"setting 'executor' must be one of {EXECUTORS}, "
                              f"got {self.executor!r}")
         _check_imagenet(self.f57_imagenet)
         for name, models in (("cos_layers", (self.cos_model,)), ("rep_modules", (self.rep_model,)),
-                             ("tdp_layer", (self.tdp_model,)), ("sym_layer", self.sym_models)):
+                             ("tdp_layer", (self.tdp_model,)),
+                             ("tdp_exact_layer", (self.tdp_exact_model,)),
+                             ("sym_layer", self.sym_models)):
             value = getattr(self, name)
             for model in models:
                 known = _module_names(model)
@@ -229,6 +240,7 @@ _COMMON_SMALL = dict(
     t54_model="basic_cnn", t54_lrs=(1e-1, 1e-2, 1e-3), t54_moms=(0.9, 0.0),
     rep_model="basic_cnn", rep_modules=("bn1", "bn2", "bn3"),
     tdp_model="resnet8", tdp_layer="layer2.0.conv2",
+    tdp_exact_model="basic_cnn_nobn", tdp_exact_layer="conv2",
     cos_model="basic_cnn", cos_layers=("conv2", "conv3"), cos_lrs=(1.0, 0.01),
     sym_models=("basic_cnn", "basic_cnn_skip"), sym_layer="conv2",
     f514_model="basic_cnn", f514_batches=(4, 32, 256),
@@ -312,6 +324,7 @@ PROFILES: dict[str, Settings] = {
         t54_moms=(0.95, 0.9, 0.8, 0.5, 0.0), t54_epochs=100, t54_seeds=5,
         rep_model="basic_cnn", rep_modules=("bn1", "bn2", "bn3"), rep_every=10,
         tdp_model="resnet50_tv", tdp_layer="layer2.1.conv2",
+        tdp_exact_model="basic_cnn_nobn", tdp_exact_layer="conv2",
         cos_model="resnet34_tv", cos_layers=("layer1.2.conv2", "layer4.1.conv1"),
         cos_lrs=(1.0, 0.01), cos_epochs=100, cos_every=10,
         sym_models=("basic_cnn", "basic_cnn_skip"), sym_layer="conv2", sym_epochs=100,

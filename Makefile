@@ -37,6 +37,7 @@ bench: env
 	$(PY) benchmarks/bench_orthogonal.py
 	$(PY) benchmarks/bench_spectral.py
 	$(PY) benchmarks/bench_tempbalance.py
+	$(PY) benchmarks/bench_lalr.py
 
 prune: env
 	$(PY) -m lalr_core.core.runs prune

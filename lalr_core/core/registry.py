@@ -15,7 +15,7 @@ import pkgutil
 from collections.abc import Callable, Iterator
 from typing import Any
 
-PLUGIN_PACKAGES = ("lalr_core.methods", "lalr_core.chapters")
+PLUGIN_PACKAGES = ("lalr_core.core.text", "lalr_core.methods", "lalr_core.chapters")
 _discovered = False
 
 

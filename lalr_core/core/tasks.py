@@ -70,6 +70,15 @@ def evaluate(model: torch.nn.Module, X: torch.Tensor, y: torch.Tensor,
     return loss_sum / len(X), correct / len(X)
 
 
+def classification_loss(model: torch.nn.Module, X: torch.Tensor, y: torch.Tensor, autocast):
+    """A classification task's ``loss`` hook: mean cross-entropy of ``model(X)`` (in float32
+    under ``autocast``), the number of correct argmax predictions and the batch size."""
+    with autocast:
+        logits = model(X)
+        loss = F.cross_entropy(logits.float(), y)
+    return loss, (logits.detach().argmax(1) == y).sum(), len(y)
+
+
 @torch.no_grad()
 def correct_per_example(model: torch.nn.Module, X: torch.Tensor, y: torch.Tensor,
                         batch_size: int = 1000) -> np.ndarray:
@@ -118,11 +127,7 @@ class ImageClassification(TaskConfig):
             yield Xb, yb
 
     def loss(self, model: torch.nn.Module, batch: tuple, autocast, generator):
-        Xb, yb = batch
-        with autocast:
-            logits = model(Xb)
-            loss = F.cross_entropy(logits.float(), yb)
-        return loss, (logits.detach().argmax(1) == yb).sum(), len(yb)
+        return classification_loss(model, *batch, autocast)
 
     def evaluate(self, cfg: RunConfig, model: torch.nn.Module, data: ImageData, split: str):
         X, y = (data.X_val, data.y_val) if split == "val" else (data.X_test, data.y_test)

@@ -41,6 +41,43 @@ class FinalWeights:
         self.state = state["state"]
 
 
+class SplitHistory:
+    """Base of the callbacks that score extra splits of a run (out-of-distribution tests,
+    forgetting of a pretraining task) at the start and after every epoch.
+
+    A subclass implements ``_record(model, epoch)``, appending ``{"epoch", "split", "loss",
+    "acc"}`` rows to ``self.rows`` and per-example correctness to ``self.hits[split]``.
+    Result: ``{"history": DataFrame(epoch, split, loss, acc), "correct": {split: bool array
+    of the last record}}``; the rows survive a resume.
+    """
+
+    def __init__(self):
+        self.rows: list[dict] = []
+        self.hits: dict[str, object] = {}
+
+    def _record(self, model: nn.Module, epoch: int) -> None:
+        raise NotImplementedError
+
+    def on_train_start(self, model: nn.Module) -> None:
+        if not self.rows:                       # a resumed run keeps its step-0 record
+            self._record(model, 0)
+
+    def on_epoch_end(self, model: nn.Module, row: dict) -> None:
+        self._record(model, int(row["epoch"]))
+
+    def result(self) -> dict:
+        import pandas as pd  # late: keeps this module light for worker start-up
+
+        return {"history": pd.DataFrame(self.rows, columns=["epoch", "split", "loss", "acc"]),
+                "correct": dict(self.hits)}
+
+    def state_dict(self) -> dict:
+        return {"rows": list(self.rows), "hits": dict(self.hits)}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.rows, self.hits = list(state["rows"]), dict(state["hits"])
+
+
 def pretrained_weights(unit_params: Mapping) -> dict[str, torch.Tensor]:
     """The `FinalWeights` of a cached training unit (``{"run": key, "callbacks": {...}}``).
 

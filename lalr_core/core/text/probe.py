@@ -9,20 +9,17 @@ trains, so a sweep need not keep every model's weights. The splits come from the
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
-import numpy as np
-import pandas as pd
 import torch
 
-from lalr_core.core.callbacks import CALLBACKS
+from lalr_core.core.callbacks import CALLBACKS, SplitHistory
 from lalr_core.core.config import TASKS, plugin_config
 from lalr_core.core.tasks import correct_per_example
 from lalr_core.core.text.tasks import SequenceClassificationTask, TextData
 
 
 @CALLBACKS.register("text_splits")
-class TextSplitProbe:
+class TextSplitProbe(SplitHistory):
     """``(loss, acc)`` of a classification run on extra splits, at step 0 and every epoch.
 
     For X-L15's OOD tests (``test_noise`` / ``test_deep``) and X-L3's forgetting (``"mlm"``)
@@ -44,9 +41,8 @@ class TextSplitProbe:
             sorted(set(splits) - set(self.task.splits))
         if unknown:
             raise ValueError(f"splits must be a list of {self.task.splits}, got {unknown}")
+        super().__init__()
         self.splits, self.batch_size = tuple(splits), int(batch_size)
-        self.rows: list[dict] = []
-        self.hits: dict[str, np.ndarray] = {}
         self._data: TextData | None = None
 
     def _record(self, model: torch.nn.Module, epoch: int) -> None:
@@ -58,20 +54,3 @@ class TextSplitProbe:
             if split != "mlm":
                 self.hits[split] = correct_per_example(model, *self._data.split(split),
                                                        self.batch_size)
-
-    def on_train_start(self, model: torch.nn.Module) -> None:
-        if not self.rows:
-            self._record(model, 0)
-
-    def on_epoch_end(self, model: torch.nn.Module, row: dict) -> None:
-        self._record(model, int(row["epoch"]))
-
-    def result(self) -> dict[str, Any]:
-        return {"history": pd.DataFrame(self.rows, columns=["epoch", "split", "loss", "acc"]),
-                "correct": dict(self.hits)}
-
-    def state_dict(self) -> dict:
-        return {"rows": list(self.rows), "hits": dict(self.hits)}
-
-    def load_state_dict(self, state: dict) -> None:
-        self.rows, self.hits = list(state["rows"]), dict(state["hits"])

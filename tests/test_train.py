@@ -202,3 +202,21 @@ def test_result_keeps_per_example_test_correctness_matching_the_accuracy():
     hits = res["test_correct"]
     assert hits.dtype == bool and hits.shape == (50,)
     assert hits.mean() == pytest.approx(res["final"]["test_acc"])
+
+
+def test_image_task_evaluates_the_named_split_and_refuses_others():
+    cfg = RunConfig(dataset="fashion_mnist", synthetic=True, n_train=64, n_val=32, n_test=48,
+                    model="mlp")
+    task = ImageClassification()
+    data = task.load(cfg, "cpu")
+    model = build_model("mlp", in_channels=1, image_size=28).eval()
+    for split, n in (("train", 64), ("val", 32), ("test", 48)):
+        X, y = getattr(data, f"X_{split}"), getattr(data, f"y_{split}")
+        assert len(X) == n
+        with torch.no_grad():
+            logits = model(X)
+        loss, acc = task.evaluate(cfg, model, data, split)
+        assert loss == pytest.approx(F.cross_entropy(logits, y).item(), rel=1e-5)
+        assert task.correct(cfg, model, data, split).tolist() == (logits.argmax(1) == y).tolist()
+    with pytest.raises(ValueError, match="unknown split 'tests'"):
+        task.evaluate(cfg, model, data, "tests")

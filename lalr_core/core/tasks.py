@@ -11,7 +11,8 @@ in ``TASKS``; ``RunConfig.task`` holds it. The loop calls:
 * ``loss(model, batch, autocast, generator)``: the mean loss (a tensor to backpropagate), the
   number of correct predictions (a tensor, or None where accuracy means nothing) and the batch
   size;
-* ``evaluate(cfg, model, data, split)``: ``(loss, accuracy)`` on ``"val"`` or ``"test"``;
+* ``evaluate(cfg, model, data, split)``: ``(loss, accuracy)`` on ``"val"`` or ``"test"`` (the
+  image task also ``"train"``; an unknown split is an error);
 * ``correct(cfg, model, data, split)`` (optional): one bool per example of the split, whether
   the model classifies it correctly; the loop keeps the test set's at the end of a run
   (``result["test_correct"]``), so two runs' accuracies can be compared example by example
@@ -129,10 +130,21 @@ class ImageClassification(TaskConfig):
     def loss(self, model: torch.nn.Module, batch: tuple, autocast, generator):
         return classification_loss(model, *batch, autocast)
 
+    splits = ("train", "val", "test")
+
+    @staticmethod
+    def split_of(data: ImageData, split: str) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(X, y)`` of ``"train"``, ``"val"`` or ``"test"`` (another name is an error, not
+        the test set)."""
+        if split not in ImageClassification.splits:
+            raise ValueError(f"unknown split {split!r}; choose one of "
+                             f"{ImageClassification.splits}")
+        return getattr(data, f"X_{split}"), getattr(data, f"y_{split}")
+
     def evaluate(self, cfg: RunConfig, model: torch.nn.Module, data: ImageData, split: str):
-        X, y = (data.X_val, data.y_val) if split == "val" else (data.X_test, data.y_test)
+        X, y = self.split_of(data, split)
         return evaluate(model, X, y, cfg.eval_batch_size)
 
     def correct(self, cfg: RunConfig, model: torch.nn.Module, data: ImageData, split: str):
-        X, y = (data.X_val, data.y_val) if split == "val" else (data.X_test, data.y_test)
+        X, y = self.split_of(data, split)
         return correct_per_example(model, X, y, cfg.eval_batch_size)

@@ -69,7 +69,9 @@ def prepare_data(chapters: list[str], profile: str) -> None:
     for chapter in chapters:
         if chapter in CHAPTERS:
             s = chapter_settings(chapter, profile)
-            if not getattr(s, "synthetic", False):
+            if hasattr(s, "datasets"):       # a chapter that reads several (or none)
+                needed.update(s.datasets)
+            elif not getattr(s, "synthetic", False):
                 needed.add(s.dataset)
     for name in sorted(needed):
         print(f"data: ensuring {name} (if it is missing, this step may download it or, as "

@@ -15,6 +15,7 @@ from typing import Any
 from lalr_core.core.chapter import Chapter
 
 CHAPTERS: dict[str, str] = {  # chapter id -> module
+    "01": "ch01_lalr",
     "02": "ch02_tempbalance",
     "02b": "ch02b_htsr_pruning",
     "04": "ch04_directedness",

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 from scipy import stats
@@ -54,6 +54,7 @@ class Evidence:
         n: seeds (pairs) behind the interval.
         n_test: test examples behind each accuracy, if the interval uses them.
         method: how the interval was computed, one phrase.
+        unit: what ``n`` counts (``"seed"``; ``"pair"`` for a correlation, ``"run"``).
     """
 
     estimate: float
@@ -64,6 +65,7 @@ class Evidence:
     n: int = 1
     n_test: int | None = None
     method: str = ""
+    unit: str = "seed"
 
     def __post_init__(self):
         if self.side not in SIDES:
@@ -97,10 +99,17 @@ class Evidence:
         """``"+1.23 [-0.40, +2.86], 5 seeds"`` (and the test set size when used)."""
         f = f"{{:+.{digits}f}}"
         out = f"{f.format(self.estimate)} [{f.format(self.low)}, {f.format(self.high)}]"
-        out += f", {self.n} seed{'s' if self.n != 1 else ''}"
+        out += f", {self.n} {self.unit}{'s' if self.n != 1 else ''}"
         if self.n_test:
             out += f", {self.n_test} test examples"
         return out
+
+    @classmethod
+    def from_record(cls, record: Mapping) -> Evidence:
+        """The `Evidence` of a stored record (`as_record`; a field an older record lacks
+        takes its default)."""
+        names = [f for f in cls.__dataclass_fields__ if f in record]
+        return cls(**{f: record[f] for f in names})
 
     def as_record(self) -> dict:
         """JSON-ready fields, as stored in ``checks.json``."""
@@ -134,6 +143,47 @@ def least_favourable(parts: Mapping[str, Evidence]) -> tuple[str, Evidence]:
         return _WEAKEST_FIRST[item[1].verdict], m if math.isfinite(m) else -math.inf
 
     return min(parts.items(), key=rank)
+
+
+def every(parts: Mapping[str, Evidence]) -> Evidence:
+    """A claim that holds for every part: the least favourable part's verdict and interval
+    (`least_favourable`); its ``method`` names the deciding part."""
+    name, ev = least_favourable(parts)
+    return replace(ev, method=f"{ev.method}; deciding part: {name} (of {len(parts)}, all "
+                              f"must hold)")
+
+
+def at_least(parts: Mapping[str, Evidence], k: int) -> Evidence:
+    """A claim that holds for at least ``k`` of the parts ("on >= 2 of 3 shifts", "at most
+    evaluation points"), as a count: the interval is ``[parts that PASS, PASS +
+    INCONCLUSIVE]`` judged against ``k - 1/2``, so PASS when ``k`` parts are decided for the
+    claim and FAIL when fewer than ``k`` could hold even counting every undecided part; the
+    estimate counts the parts whose point estimate lies on the claim's side, clipped to the
+    interval."""
+    if not parts or not 1 <= k <= len(parts):
+        raise ValueError(f"need 1 <= k <= {len(parts)} parts, got k = {k}")
+    verdicts = [ev.verdict for ev in parts.values()]
+    n_pass, n_open = verdicts.count("PASS"), verdicts.count("INCONCLUSIVE")
+    leaning = sum(_leans_for(ev) for ev in parts.values())
+    estimate = min(max(leaning, n_pass), n_pass + n_open)
+    return Evidence(float(estimate), float(n_pass), float(n_pass + n_open), k - 0.5, "greater",
+                    min(ev.n for ev in parts.values()), None,
+                    f"count of {len(parts)} parts: low = decided for the claim, high = decided "
+                    f"+ undecided; at least {k} must hold", unit="part")
+
+
+def _leans_for(ev: Evidence) -> bool:
+    """The point estimate lies on the claim's side."""
+    if ev.side == "greater":
+        return ev.estimate > ev.threshold
+    if ev.side == "less":
+        return ev.estimate < ev.threshold
+    return abs(ev.estimate) <= ev.threshold
+
+
+def texts(parts: Mapping[str, Evidence], digits: int = 2) -> dict[str, str]:
+    """``{part: "+1.23 [-0.40, +2.86], 5 seeds (PASS)"}`` for a check's ``ours``."""
+    return {str(k): f"{ev.text(digits)} ({ev.verdict})" for k, ev in parts.items()}
 
 
 def _t_interval(x: np.ndarray) -> tuple[float, float, float]:
@@ -256,3 +306,28 @@ def bootstrap_difference(correct_a, correct_b, *, threshold: float = 0.0,
     how = (f"one seed: paired bootstrap over {n} test examples" if k == 1 else
            f"{k} seeds: two-level paired bootstrap over seeds and {n} test examples")
     return Evidence(scale * est, scale * low, scale * high, threshold, side, k, n, how)
+
+
+def rank_correlation(x: Sequence[float], y: Sequence[float], *, threshold: float = 0.0,
+                     side: str = "greater") -> Evidence:
+    """Evidence on Spearman's rho of paired observations ``(x[i], y[i])``.
+
+    The interval is Fisher's z transform with Bonett & Wright's (2000) standard error for
+    Spearman's rho, ``sqrt((1 + rho^2 / 2) / (n - 3))``; pairs with a non-finite value are left
+    out. It treats the pairs as independent: pooled epochs of the same run are not, so the
+    interval is then narrower than it should be (the caller says so).
+    """
+    a, b = _values("x", x), _values("y", y)
+    if a.shape != b.shape:
+        raise ValueError(f"paired values need equal lengths, got {a.size} and {b.size}")
+    ok = np.isfinite(a) & np.isfinite(b)
+    a, b = a[ok], b[ok]
+    n = int(a.size)
+    if n < 4 or np.ptp(a) == 0 or np.ptp(b) == 0:
+        return Evidence(math.nan, -math.inf, math.inf, threshold, side, n, None,
+                        f"Spearman over {n} pairs: too few or constant", unit="pair")
+    rho = float(stats.spearmanr(a, b).statistic)
+    z = math.atanh(min(max(rho, -0.999999), 0.999999))
+    half = float(stats.norm.ppf(0.5 + CONFIDENCE / 2)) * math.sqrt((1 + rho ** 2 / 2) / (n - 3))
+    return Evidence(rho, math.tanh(z - half), math.tanh(z + half), threshold, side, n, None,
+                    f"Spearman over {n} pairs, Fisher-z interval (Bonett-Wright)", unit="pair")

@@ -66,11 +66,9 @@ def _value(value) -> str:
 def _verdict_text(check: dict) -> str:
     text = f"**{check['verdict']}** {check['claim']}"
     if check.get("interval"):  # the estimate, its 95% interval and what it rests on
-        ev = check["interval"]
-        fields = {k: ev[k] for k in ("estimate", "low", "high", "threshold", "side", "n",
-                                     "n_test", "method")}
-        rel = {"greater": ">", "less": "<", "within": "within ±"}[fields["side"]]
-        text += f" [{Evidence(**fields).text()}; claim {rel} {fields['threshold']:g}]"
+        ev = Evidence.from_record(check["interval"])
+        rel = {"greater": ">", "less": "<", "within": "within ±"}[ev.side]
+        text += f" [{ev.text()}; claim {rel} {ev.threshold:g}]"
     if check.get("detail"):
         text += f": {check['detail']}"
     if check.get("ours") is not None or check.get("source") is not None:

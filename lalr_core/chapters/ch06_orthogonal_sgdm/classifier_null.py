@@ -41,7 +41,6 @@ from lalr_core.chapters.ch06_orthogonal_sgdm.settings import Settings, check_nul
 from lalr_core.core.config import RunConfig
 from lalr_core.core.evidence import Evidence, bootstrap_difference, paired_difference
 from lalr_core.core.layers import weight_layers
-from lalr_core.core.models import check_model_name
 from lalr_core.core.optim import make_optimizer
 from lalr_core.core.runs import cached
 from lalr_core.core.train import initial_model

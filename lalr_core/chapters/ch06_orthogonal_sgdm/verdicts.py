@@ -18,7 +18,6 @@ two accuracies. A claim over several parts combines their verdicts:
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import math
 from collections.abc import Callable, Mapping, Sequence
@@ -31,9 +30,11 @@ from lalr_core.core.evidence import (
     BOOTSTRAP_RESAMPLES,
     CONFIDENCE,
     Evidence,
+    at_least,
     bootstrap_difference,
-    least_favourable,
+    every,  # noqa: F401  (re-exported: the chapter's "on every part" rule)
     paired_difference,
+    texts,  # noqa: F401
 )
 from lalr_core.core.models import build_model
 
@@ -159,41 +160,11 @@ def bootstrap_range_difference(correct_base: np.ndarray, correct_orth: np.ndarra
 
 
 # ----------------------------------------------------------------------------- combining
-def every(parts: Mapping[str, Evidence]) -> Evidence:
-    """The claim holds for every part: the verdict of the least favourable part (any FAIL:
-    FAIL; else any INCONCLUSIVE: INCONCLUSIVE; else PASS), with that part's interval; its
-    ``method`` names the deciding part."""
-    name, ev = least_favourable(parts)
-    return dataclasses.replace(ev, method=f"{ev.method}; deciding part: {name} "
-                                          f"(of {len(parts)}, all must hold)")
-
-
 def most(parts: Mapping[str, Evidence]) -> Evidence:
-    """The claim holds for more than half of the parts (a count; see the module docstring)."""
+    """The claim holds for more than half of the parts (`evidence.at_least`)."""
     if not parts:
         raise ValueError("most() needs at least one part")
-    verdicts = [ev.verdict for ev in parts.values()]
-    n_pass, n_open = verdicts.count("PASS"), verdicts.count("INCONCLUSIVE")
-    leaning = sum(_leans_for(ev) for ev in parts.values())
-    estimate = min(max(leaning, n_pass), n_pass + n_open)
-    return Evidence(float(estimate), float(n_pass), float(n_pass + n_open), len(parts) / 2,
-                    "greater", min(ev.n for ev in parts.values()), None,
-                    f"count of {len(parts)} parts: low = decided for the claim, high = decided "
-                    f"+ undecided; more than half must hold")
-
-
-def _leans_for(ev: Evidence) -> bool:
-    """The point estimate lies on the claim's side."""
-    if ev.side == "greater":
-        return ev.estimate > ev.threshold
-    if ev.side == "less":
-        return ev.estimate < ev.threshold
-    return abs(ev.estimate) <= ev.threshold
-
-
-def texts(parts: Mapping[str, Evidence], digits: int = 2) -> dict[str, str]:
-    """``{part: "+1.23 [-0.40, +2.86], 3 seeds (PASS)"}`` for a check's ``ours``."""
-    return {str(k): f"{ev.text(digits)} ({ev.verdict})" for k, ev in parts.items()}
+    return at_least(parts, len(parts) // 2 + 1)
 
 
 # ----------------------------------------------------------------------------- source beside ours

@@ -1,0 +1,139 @@
+"""The source's testable claims L-C1 .. L-C30 (digest II.3): what each says, where, which
+experiment tests it, and the source's own sentence (verbatim, for ``out.check(quote=...)``).
+
+The source (seed 000) has no experiments, figures or tables, so the chapter's report items are
+these claims. ``experiments`` name the digest's reduced experiments (II.6).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One testable claim: ``id`` (``"L-C8"``), ``text`` (what we test, one line), ``where``
+    (section of the source), ``experiments`` and ``quote`` (verbatim)."""
+
+    id: str
+    text: str
+    where: str
+    experiments: tuple[str, ...]
+    quote: str
+
+
+_C = [
+    Claim("L-C1", "layers with high raw SVD / CE and low CS get lower lrs, which leaves less "
+          "forgetting and less overfitting", "Abstract", ("X-L3", "X-L4", "X-L17"),
+          "Controlled undertraining: Selectively reduces learning rates for well-optimized "
+          "layers, intentionally risking undertraining to prevent overfitting and maintain "
+          "existing knowledge."),
+    Claim("L-C2", "same parameter count, and higher target accuracy than uniform fine-tuning",
+          "Abstract", ("X-L2",),
+          "Capacity optimization: Focuses training on underutilized layers, extracting more "
+          "performance from the existing model structure without increasing model size."),
+    Claim("L-C3", "less forgetting of the pretraining task than U and than U-match", "Abstract",
+          ("X-L3",),
+          "Knowledge preservation: Potentially \"undertrains\" well-optimized layers in "
+          "pre-trained models, to help preserve valuable pre-trained knowledge while adapting "
+          "to new tasks."),
+    Claim("L-C4", "recomputing the metrics every epoch (adaptivity) matters", "Abstract, B.4.6",
+          ("X-L12", "X-L16"),
+          "Adaptive fine-tuning: Dynamically manages undertraining risk by adjusting the "
+          "learning rate scaling based on the current state of each layer after each training "
+          "epoch."),
+    Claim("L-C5", "higher out-of-distribution accuracy than U", "Abstract", ("X-L15",),
+          "Exploration-exploitation balance: Encourages exploration of different internal "
+          "representations by focusing fine-tuning on less optimized layers, to encourage a "
+          "more robust and versatile fine-tuned model."),
+    Claim("L-C6", "the metrics need no gradients", "§1", ("X-L1",),
+          "Incorporates distinct SVD, CE, and CS metrics to analyze layer contributions "
+          "without requiring computationally expensive gradient assessments."),
+    Claim("L-C7", "the metric overhead is negligible next to an epoch", "§3, §3.3", ("X-L1",),
+          "LALR computes the layer-wise SVD, CE, and CS metrics only once per epoch, making "
+          "the additional computation negligible compared to the fine-tuning process itself."),
+    Claim("L-C8", "SVD -> CE -> CS is the most effective order of the phases",
+          "§3, §3.1(5), B.3.3", ("X-L5",),
+          "The analysis of metric interactions and their bounds justifies that enhancing SVD "
+          "first, followed by CE, and finally CS for the LALR approach is most effective:"),
+    Claim("L-C9", "the sequence's one-epoch gains exceed the isolated ones (B.3.2.4)", "B.3.2.4",
+          ("X-L6",), "$ΔJ_{SVD} + ΔJ_{CE(SVD)} + ΔJ_{CS(SVD,CE)} > ΔJ_{SVD} + ΔJ_{CE} + "
+          "ΔJ_{CS}$"),
+    Claim("L-C10", "SVD phases expand the effective rank of the layers they favour", "§3.1(2)",
+          ("X-L7",), "SVD Optimization: Expands the effective rank of weight matrices, creating "
+          "capacity for new, task-specific information (Section B.2.2)."),
+    Claim("L-C11", "CE phases raise the favoured layers' weight entropy", "§2.2, B.3.2.1",
+          ("X-L7",), "An increase in $M_{CE}$ results in higher learning rates for low-entropy "
+          "layers, which will increase the model's overall entropy over time."),
+    Claim("L-C12", "CS phases lower the mean pairwise cosine similarity", "B.3.2.2-3", ("X-L7",),
+          "An increase in $M_{CS}$ results in higher learning rates for layers with high "
+          "cosine similarity, which will increase the average angle between weight vectors "
+          "over time."),
+    Claim("L-C13", "the normalisation is robust to an outlier layer", "§2.4", ("X-L8",),
+          "Robustness through reduced sensitivity to outliers"),
+    Claim("L-C14", "each layer's lr is the optimiser's lr times its scale, AdamW's state "
+          "untouched", "§3.2", ("X-L9",),
+          "LALR can also integrate with existing per-batch adaptive learning rate methods, "
+          "such as AdamW[13], simply by scaling the learning rate for each layer $l$ at epoch "
+          "$e$ by:"),
+    Claim("L-C15", "higher validation accuracy than U and than U-match on both tasks", "§3.3",
+          ("X-L2",),
+          "LALR represents a comprehensive optimization strategy that enhances model "
+          "performance and generalization with minimal computational burden, making it a "
+          "practical and efficient approach for fine-tuning large language models."),
+    Claim("L-C16", "smaller train - validation gap than U and U-match without lower validation "
+          "accuracy", "§3.3", ("X-L4",),
+          "Overfitting Protection: Promotes learning of generalizable patterns rather than "
+          "memorizing training data."),
+    Claim("L-C17", "never more than 1 point below U at any epoch", "§3.3", ("X-L2",),
+          "Stability Preservation: Maintains baseline performance by scaling down learning "
+          "rates for well-optimized layers."),
+    Claim("L-C18", "gains on both tasks and out of distribution", "§3.3", ("X-L2", "X-L15"),
+          "Adaptive Exploration: Discovers unique features and escapes local optima, improving "
+          "generalization across tasks and datasets."),
+    Claim("L-C19", "the layer performance gap shrinks faster under LALR", "B.4.3-B.4.4",
+          ("X-L10",), "Under LALR optimization, the layer performance gap converges to a "
+          "minimal value:"),
+    Claim("L-C20", "a shrinking layer gap goes with higher accuracy", "B.4", ("X-L10",),
+          "The reduction in layer performance gap leads to an improvement in overall model "
+          "performance."),
+    Claim("L-C21", "a layer's update size follows its lr scale", "B.4.7(1)", ("X-L11",),
+          "Thus, lower-performing layers undergo larger weight updates."),
+    Claim("L-C22", "favoured layers' scales fall at the next same-phase epoch (self-correction)",
+          "B.4.7(3)", ("X-L12",),
+          "As lower-performing layers improve due to larger weight updates, their metric scores "
+          "will increase, naturally reducing their learning rates. This creates a "
+          "self-correcting mechanism that prevents overcompensation."),
+    Claim("L-C23", "early layers' updates are amplified", "B.4.7(5)", ("X-L13",),
+          "The larger $η(l_i, t)$ for lower-performing layers counteracts potential gradient "
+          "vanishing issues."),
+    Claim("L-C24", "less spread of accuracy over perturbed initialisations", "B.4.7(6)",
+          ("X-L14",), "This can lead to more consistent performance across different "
+          "initialization schemes."),
+    Claim("L-C25", "the worst layer's probe accuracy rises more", "B.4.7(2)", ("X-L10",),
+          "This can lead to more efficient information flow through the network, as previously "
+          "underperforming layers are given the opportunity to adapt more quickly."),
+    Claim("L-C26", "larger gains early, especially for SVD", "B.3.2.6.3(6), B.3.3(3)",
+          ("X-L6",), "The bounds on interactions suggest that the improvement potential varies "
+          "throughout the fine-tuning process, with potentially larger gains early on, "
+          "especially for SVD."),
+    Claim("L-C27", "more robust to out-of-distribution and perturbed inputs than U",
+          "§1, Abstract", ("X-L15",),
+          "By mimicking this selective enhancement in artificial neural networks, LALR aims to "
+          "achieve efficient and effective fine-tuning, leading to more robust and versatile "
+          "adapted models through the following:"),
+    Claim("L-C28", "metric improvements go with lower loss", "B.2.3", ("X-L7",),
+          "Metric Improvements and $J(θ)$: Improvements in each metric correlate with "
+          "reductions in the objective function $J(θ)$ based on the following (Section B.2.3):"),
+    Claim("L-C29", "from the pretrained start, one SVD epoch gains more than CE, CE more than CS",
+          "§3.1", ("X-L6",), "$\\frac{\\partial J}{\\partial M_{SVD}(i)} > \\frac{\\partial J}"
+          "{\\partial M_{CE}(i)} > \\frac{\\partial J}{\\partial M_{CS}(i)}$ initially."),
+    Claim("L-C30", "the interaction bounds and the Sperner / supermodularity arguments", "B.3",
+          (), "$∂²J/(∂M_i ∂M_j) ≈ K · (1/σ_min) · |ΔM| · cos(θ) · I(L_i; L_j)$"),
+]
+CLAIMS: dict[str, Claim] = {c.id: c for c in _C}
+
+# Why L-C30 cannot be tested (the verdict table's N/A reason).
+UNTESTABLE = ("not testable as stated: K, the mutual information I(L_i; L_j) between 'affected "
+              "layers' and J as a function of the metrics are undefined, and Sperner's lemma and "
+              "'supermodular, hence monotone' are non sequiturs (digest II.3, II.4 item 18)")

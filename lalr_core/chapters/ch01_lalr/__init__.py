@@ -33,6 +33,7 @@ from lalr_core.chapters.ch01_lalr.runs import (
     LAMB,
     LARS,
     MAIN_ARMS,
+    NLP_TASKS,
     ONCE,
     ORDERS,
     PARAM_AW,

@@ -11,7 +11,9 @@ Settings of a run (digest II.6, protocol P-LALR):
 * ``"probe"``: SENT from the deeper TinyTF's own pretraining (``probe_blocks`` blocks), with
   ridge probes of the [CLS] state after every block (X-L10);
 * ``"perturb"``: SENT from a perturbed pretrained start, ``arm`` ``"U/noise"`` etc. (X-L14);
-* ``"vision"``: the image transfer setting (`lalr_core.methods.transfer`), its own task.
+* ``"vision"``: the image transfer setting (`lalr_core.methods.transfer`), its own task;
+* ``"nlp"``: the source's setting, a Hugging Face encoder (``nlp_model``) fine-tuned on GLUE
+  SST-2 and CoLA (`lalr_core.core.text.hf`, the optional ``nlp`` extra), if ``nlp_model``.
 
 The main-setting runs of U and of the six phase orders (LALR-REC among them) carry the
 per-layer diagnostics (`lalr_core.methods.lalr.diagnostics`: X-L6, X-L7, X-L11, X-L13).
@@ -43,6 +45,7 @@ from lalr_core.chapters.ch01_lalr.settings import Settings
 from lalr_core.core.chapter import Sections
 from lalr_core.core.config import RunConfig
 from lalr_core.core.text import tasks as text
+from lalr_core.core.text.hf import HFSequenceClassificationTask
 from lalr_core.methods import transfer
 from lalr_core.methods.lalr import LALR
 from lalr_core.methods.perturb import PERTURBATIONS
@@ -59,8 +62,9 @@ SCHEDULES = ORDERS + SINGLES                          # X-L5; ORDERS[0] == "svd>
 VARIANTS = (ONCE, TEXT20, PARAM_AW)                   # X-L16, X-L17
 PROBED = (U, UMATCH, REC)                             # arms whose runs carry "text_splits"
 DIAGNOSED = (U, REC, *ORDERS)                         # main-setting arms with diagnostics
-SETTINGS = ("main", "small", "shift", "probe", "perturb", "vision")
-UMATCH_SETTINGS = ("main", "small", "vision")         # where U-match runs (stage 2)
+SETTINGS = ("main", "small", "shift", "probe", "perturb", "vision", "nlp")
+UMATCH_SETTINGS = ("main", "small", "vision", "nlp")  # where U-match runs (stage 2)
+NLP_TASKS = ("sst2", "cola")                          # the source's GLUE tasks
 
 
 @dataclass(frozen=True)
@@ -153,6 +157,18 @@ def finetuning(s: Settings, arm: str, task: str, seed: int, setting: str = "main
             batch_size=s.batch_size, n_train=s.vision_n_train, n_val=s.n_val,
             n_test=s.n_test, synthetic=s.synthetic)
         return dataclasses.replace(cfg, **arm_changes(s, arm, umatch_lr))
+    if setting == "nlp":
+        if not s.nlp_model or task not in NLP_TASKS:
+            raise ValueError(f"setting 'nlp' needs nlp_model and a task of {NLP_TASKS}, got "
+                             f"{s.nlp_model!r}, {task!r}")
+        hf = HFSequenceClassificationTask(model_name=s.nlp_model, dataset=task,
+                                          tiny=s.nlp_tiny, n_val=s.n_val,
+                                          **({"n_train": s.n_train, "n_test": s.n_test}
+                                             if s.nlp_tiny else {}))
+        cfg = RunConfig(optimizer="adamw", lr=s.nlp_lr, wd=s.wd, batch_size=s.batch_size,
+                        epochs=s.nlp_epochs, seed=seed, task=hf)
+        changes = arm_changes(s, arm, umatch_lr)
+        return dataclasses.replace(cfg, **changes)
     if setting != "main" and task != "sent":
         raise ValueError(f"setting {setting!r} is SENT only, got task {task!r}")
     n_train, epochs = (s.small_n_train, s.small_epochs) if setting == "small" else \
@@ -189,7 +205,8 @@ def planned_runs(s: Settings) -> list[Run]:
             + _runs(s, "X-L10", "probe", (U, REC), ("sent",), s.probe_seeds)
             + _runs(s, "X-L14", "perturb", [perturbed_arm(a, k) for a in (U, REC)
                                             for k in PERTURBATIONS], ("sent",), s.perturb_seeds)
-            + _runs(s, "vision", "vision", (U, REC), (VISION,), s.vision_seeds))
+            + _runs(s, "vision", "vision", (U, REC), (VISION,), s.vision_seeds)
+            + (_runs(s, "nlp", "nlp", (U, REC), NLP_TASKS, s.nlp_seeds) if s.nlp_model else []))
 
 
 def callbacks_for(s: Settings, run: Run) -> dict[str, dict]:
@@ -236,10 +253,13 @@ def section_runs(s: Settings) -> Sections:
 
 def run_cost(cfg: RunConfig) -> float:
     """A rough relative cost (examples x epochs x blocks, LALR's metrics included; an image
-    costs as much as 10 sequences), longest first."""
+    costs as much as 10 sequences, a GLUE sentence through a pretrained encoder 1000),
+    longest first."""
     task = cfg.task
     if isinstance(task, transfer.ClassSubsetTask):
         size = 10.0 * (cfg.n_train or 50_000)
+    elif isinstance(task, HFSequenceClassificationTask):
+        size = (1.0 if task.tiny else 1000.0) * (task.n_train or 67_349)
     else:
         size = task.n_train * task.n_blocks / 2
     return float(size * cfg.epochs * (1.2 if cfg.methods else 1.0))
@@ -295,7 +315,8 @@ def umatch_lrs(s: Settings, results: Mapping[tuple[str, str, str], Sequence[Mapp
                ) -> dict[tuple[str, str], float]:
     """``(setting, task) -> base_lr * mean_lr_scale`` of LALR-REC's runs there."""
     out = {}
-    epochs_of = {"main": s.epochs, "small": s.small_epochs, "vision": s.vision_epochs}
+    epochs_of = {"main": s.epochs, "small": s.small_epochs, "vision": s.vision_epochs,
+                 "nlp": s.nlp_epochs}
     for (setting, arm, task), res in results.items():
         if arm == REC and setting in UMATCH_SETTINGS:
             epochs = epochs_of[setting]
@@ -307,8 +328,8 @@ def umatch_lrs(s: Settings, results: Mapping[tuple[str, str, str], Sequence[Mapp
 def umatch_runs(s: Settings, lrs: Mapping[tuple[str, str], float]) -> list[Run]:
     """Stage 2: U-match in every ``(setting, task)`` of ``lrs`` (`umatch_lrs`), same seeds as
     LALR-REC there."""
-    section = {"main": "X-L2", "small": "X-L4", "vision": "vision"}
-    seeds = {"vision": s.vision_seeds}
+    section = {"main": "X-L2", "small": "X-L4", "vision": "vision", "nlp": "nlp"}
+    seeds = {"vision": s.vision_seeds, "nlp": s.nlp_seeds}
     return [Run(section[setting], setting, UMATCH, task, seed,
                 finetuning(s, UMATCH, task, seed, setting, umatch_lr=lr))
             for (setting, task), lr in lrs.items() for seed in range(seeds.get(setting, s.seeds))]

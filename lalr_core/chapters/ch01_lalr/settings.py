@@ -90,6 +90,13 @@ class Settings(ChapterSettings):
     vision_n_train: int     # fine-tuning images (of classes 5-9)
     vision_epochs: int      # >= 4 (two SVD epochs, as in the text setting)
     vision_seeds: int
+    # The source's own setting (optional `nlp` extra, `lalr_core.core.text.hf`): a pretrained
+    # encoder fully fine-tuned on GLUE SST-2 and CoLA, U / U-match / LALR-REC; "" = skipped.
+    nlp_model: str          # a Hugging Face hub id ("roberta-base"), or ""
+    nlp_tiny: bool          # a tiny random model of that family on synthetic data (offline)
+    nlp_lr: float           # AdamW lr (the source's 2e-5)
+    nlp_epochs: int         # >= 6: two cycles of the phases
+    nlp_seeds: int
     # E14 (seed 003): SGD steps of the scale-invariant logistic regression.
     e14_steps: int          # digest: 20000
     # Parallel training processes (each run uses the cores / workers threads).
@@ -112,7 +119,10 @@ class Settings(ChapterSettings):
                  "probe_seeds", "perturb_seeds", "overhead_depths", "overhead_sizes",
                  "overhead_repeats", "overhead_budget_s", "vision_pretrain_n",
                  "vision_pretrain_epochs", "vision_n_train", "vision_epochs", "vision_seeds",
-                 "e14_steps")
+                 "e14_steps", "nlp_lr", "nlp_epochs", "nlp_seeds")
+        if self.nlp_model and self.nlp_epochs < 2 * ORDER_LENGTH:
+            raise ValueError(f"setting 'nlp_epochs' must be >= {2 * ORDER_LENGTH}, "
+                             f"got {self.nlp_epochs!r}")
         if self.probe_blocks < 2:
             raise ValueError(f"setting 'probe_blocks' must be >= 2 (a gap between blocks), "
                              f"got {self.probe_blocks!r}")
@@ -171,7 +181,8 @@ PROFILES: dict[str, Settings] = {
         perturb_seeds=2, overhead_depths=(2, 4), overhead_sizes=(32,), overhead_repeats=1,
         overhead_budget_s=10.0, vision_pretrain="fashion_mnist", vision_model="basic_cnn",
         vision_pretrain_n=256, vision_pretrain_epochs=1,
-        vision_n_train=128, vision_epochs=4, vision_seeds=2, e14_steps=2000, workers=2,
+        vision_n_train=128, vision_epochs=4, vision_seeds=2, e14_steps=2000, nlp_model="roberta-base",
+        nlp_tiny=True, nlp_lr=1e-3, nlp_epochs=6, nlp_seeds=2, workers=2,
         **_P_LALR),
     # P-LALR with the two deviations of the module docstring; 5 seeds per accuracy claim.
     "quick": Settings(
@@ -182,7 +193,8 @@ PROFILES: dict[str, Settings] = {
         overhead_repeats=3, overhead_budget_s=40.0, vision_pretrain="fashion_mnist",
         vision_model="basic_cnn", vision_pretrain_n=24_000,
         vision_pretrain_epochs=4, vision_n_train=2000, vision_epochs=6, vision_seeds=5,
-        e14_steps=20_000, workers=2, **_P_LALR),
+        e14_steps=20_000, nlp_model="", nlp_tiny=False, nlp_lr=2e-5, nlp_epochs=6, nlp_seeds=5,
+        workers=2, **_P_LALR),
     # The digest's sizes (1000 training examples: U at its ceiling, see above), 10 seeds.
     "paper": Settings(
         synthetic=False, mlm_epochs=15, mlm_corpus=4000,
@@ -191,6 +203,7 @@ PROFILES: dict[str, Settings] = {
         perturb_seeds=10, overhead_depths=(2, 4, 8, 16), overhead_sizes=(250, 1000, 4000),
         overhead_repeats=3, overhead_budget_s=600.0, vision_pretrain="cifar100",
         vision_model="resnet18_cifar", vision_pretrain_n=49_500, vision_pretrain_epochs=60,
-        vision_n_train=49_500, vision_epochs=6, vision_seeds=10,
-        e14_steps=20_000, workers=2, **_P_LALR),
+        vision_n_train=49_500, vision_epochs=6, vision_seeds=10, e14_steps=20_000,
+        nlp_model="roberta-base", nlp_tiny=False, nlp_lr=2e-5, nlp_epochs=6, nlp_seeds=5,
+        workers=2, **_P_LALR),
 }

@@ -7,7 +7,11 @@
 * `mlm`: the masking rule, the MLM loss and its held-out evaluation;
 * `tasks`: the training-loop tasks ``"text_mlm"`` and ``"text_classification"`` (registered in
   ``TASKS`` on import of this package), the cached pretraining unit and `pretrained_backbone`;
-* `probe`: the ``"text_splits"`` callback (OOD splits and forgetting during a run).
+* `probe`: the ``"text_splits"`` callback (OOD splits and forgetting during a run);
+* `hf`: ``"hf_text_classification"``, full fine-tuning of a Hugging Face ``transformers``
+  encoder on GLUE SST-2 / CoLA. It needs the optional extra ``nlp`` and is not imported
+  here (``from lalr_core.core.text.hf import HFSequenceClassificationTask``); the task
+  registry finds it by name.
 
 Quick start (the digest's protocol P-LALR)::
 

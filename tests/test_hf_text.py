@@ -23,6 +23,7 @@ from lalr_core.core.config import RunConfig
 from lalr_core.core.text.hf import CUE, PAD, HFSequenceClassificationTask
 from lalr_core.core.train import initial_model, train
 from lalr_core.methods.lalr import LALR
+from conftest import LRProbe
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 needs_nlp = pytest.mark.skipif(importlib.util.find_spec("transformers") is None,
@@ -39,26 +40,6 @@ def tiny_run(model_name="roberta-base", **run) -> RunConfig:
 def layer_modules(model: nn.Module) -> list[str]:
     """The encoder's layers as we count them: every nn.Linear / nn.Embedding."""
     return [n for n, m in model.named_modules() if isinstance(m, (nn.Linear, nn.Embedding))]
-
-
-class Probe:
-    """Before LALR's hooks: the tagged groups' lrs of the epoch just ended, and the weights."""
-
-    name = "probe"
-
-    def __init__(self):
-        self.lrs, self.weights = [], []
-
-    def on_optimizer(self, optimizer):
-        self.optimizer = optimizer
-
-    def on_train_start(self, model):
-        self.weights.append({k: v.detach().clone() for k, v in model.state_dict().items()})
-
-    def on_epoch_end(self, model, row):
-        self.lrs += [(row["epoch"], row["lr"], g["layer"], g["lr"])
-                     for g in self.optimizer.param_groups if g.get("layer") is not None]
-        self.weights.append({k: v.detach().clone() for k, v in model.state_dict().items()})
 
 
 # ----------------------------------------------------------------------------- config, data
@@ -194,7 +175,7 @@ def test_lalr_groups_every_linear_and_embedding_and_sets_lr_t_times_scale():
     assert all("LayerNorm" in owner[id(p)] for p in groups[-1]["params"])   # the rest
     assert not [n for n, p in names.items() if p.ndim >= 2 and n.rsplit(".", 1)[0] not in layers]
 
-    probe = Probe()
+    probe = LRProbe()
     out = train(cfg, callbacks=[probe], progress=False)
     table = out["callbacks"]["lalr"]
     assert table.groupby("epoch")["layer"].apply(list).tolist() == [layers] * (cfg.epochs + 1)

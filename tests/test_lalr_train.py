@@ -18,6 +18,7 @@ from torch import nn
 from lalr_core.core.config import RunConfig
 from lalr_core.core.train import train
 from lalr_core.methods.lalr import LALR, LALRScaler, layer_matrices, layer_metrics, scales
+from conftest import LRProbe
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 TINY = dict(dataset="fashion_mnist", synthetic=True, n_train=64, n_val=16, n_test=16,
@@ -34,29 +35,6 @@ def three_linear(cs=(1.0, 2.0, 4.0)):
         for lin, c in zip(net[::2], cs):
             lin.weight.copy_(c * torch.eye(*lin.weight.shape))
     return net
-
-
-class Probe:
-    """Before LALR's hooks: every tagged group's lr of the epoch just ended, and the weights."""
-
-    name = "probe"
-
-    def __init__(self):
-        self.lrs, self.weights = [], []
-
-    def on_optimizer(self, optimizer):
-        self.optimizer = optimizer
-
-    def on_train_start(self, model):
-        self.weights.append({k: v.detach().clone() for k, v in model.state_dict().items()})
-
-    def on_epoch_end(self, model, row):
-        self.lrs += [(row["epoch"], row["lr"], g["layer"], g["lr"])
-                     for g in self.optimizer.param_groups if g.get("layer") is not None]
-        self.weights.append({k: v.detach().clone() for k, v in model.state_dict().items()})
-
-    def result(self):
-        return None
 
 
 # ----------------------------------------------------------------------------- config
@@ -190,7 +168,7 @@ def test_unknown_layer_raises():
 # ----------------------------------------------------------------------------- the loop
 def test_run_cycles_phases_and_trains_each_group_at_lr_t_times_its_scale():
     cfg = RunConfig(**TINY, schedule="cosine_tb", methods=(LALR(),))  # lr_t > 0 every epoch
-    probe = Probe()
+    probe = LRProbe()
     out = train(cfg, callbacks=[probe], progress=False)
     table = out["callbacks"]["lalr"]
     assert list(table.columns) == ["epoch", "layer", "phase", "svd", "ce", "cs", "u",

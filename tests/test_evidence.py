@@ -133,3 +133,17 @@ def test_least_favourable_part_decides_a_claim_on_every_part():
     assert least_favourable({k: parts[k] for k in "ab"})[0] == "b"  # narrowest PASS
     with pytest.raises(ValueError, match="at least one part"):
         least_favourable({})
+
+
+def test_at_least_counts_parts_and_every_names_the_deciding_part():
+    from lalr_core.core.evidence import at_least, every
+    p = Evidence(1.0, 0.5, 1.5, 0.0, "greater", 5)
+    i = Evidence(0.2, -0.5, 0.9, 0.0, "greater", 5)
+    f = Evidence(-1.0, -1.5, -0.5, 0.0, "greater", 5)
+    ev = at_least({"a": p, "b": i, "c": f}, 2)
+    assert (ev.low, ev.high, ev.n, ev.verdict) == (1.0, 2.0, 3, "INCONCLUSIVE")
+    assert "3 parts" in ev.text()
+    assert at_least({"a": p, "b": p, "c": f}, 2).verdict == "PASS"
+    assert at_least({"a": p, "b": f, "c": f}, 2).verdict == "FAIL"
+    assert every({"a": p, "b": f}).verdict == "FAIL" and "deciding part: b" in every({"a": p, "b": f}).method
+    assert mean_interval([0.4, 0.6, 0.5], threshold=0.3, unit="run").text().endswith("3 runs")

@@ -269,6 +269,28 @@ def test_repo_inventory_is_well_formed():
     assert all(r["source_claim"] and r["caption"] for r in rows)
 
 
+def test_inventory_holds_every_lalr_claim_with_its_quote():
+    from lalr_core.chapters.ch01_lalr import CLAIMS
+    rows = {r["item_id"]: r for r in report.read_inventory(report.default_inventory())
+            if r["chapter"] == "01_lalr"}
+    for cid, claim in CLAIMS.items():
+        assert rows[cid]["kind"] == "claim" and rows[cid]["source_claim"] == claim.quote, cid
+
+
+def test_a_claim_item_links_its_chapters_verdict_table(tmp_path):
+    inv = tmp_path / "inv.csv"
+    inv.write_text("chapter,item_id,kind,caption,source_claim,source_numbers\n"
+                   "01_x,L-C1,claim,what we test,the sentence,\n"
+                   "01_x,L-C2,claim,what we test,the sentence,\n", encoding="utf-8")
+    text = report.build_report("smoke", root=tmp_path, inventory=inv).read_text()
+    assert "2 in the inventory, 0 present, 2 missing" in text
+    (tmp_path / "smoke" / "01_x").mkdir(parents=True)
+    (tmp_path / "smoke" / "01_x" / "verdicts.md").write_text("| claim |")
+    text = report.build_report("smoke", root=tmp_path, inventory=inv).read_text()
+    assert "2 in the inventory, 2 present, 0 missing" in text
+    assert "[md](01_x/verdicts.md)" in text
+
+
 # ----------------------------------------------------------------------------- bad input
 @pytest.mark.parametrize("item_id", ["", "a/b", "a\\b", "../x", ".hidden", "checks", None])
 def test_bad_item_id_raises(writer, small_fig, item_id):

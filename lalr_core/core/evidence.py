@@ -167,9 +167,10 @@ def at_least(parts: Mapping[str, Evidence], k: int) -> Evidence:
     leaning = sum(_leans_for(ev) for ev in parts.values())
     estimate = min(max(leaning, n_pass), n_pass + n_open)
     return Evidence(float(estimate), float(n_pass), float(n_pass + n_open), k - 0.5, "greater",
-                    min(ev.n for ev in parts.values()), None,
-                    f"count of {len(parts)} parts: low = decided for the claim, high = decided "
-                    f"+ undecided; at least {k} must hold", unit="part")
+                    len(parts), None,
+                    f"count of {len(parts)} parts (each on {min(ev.n for ev in parts.values())}+ "
+                    f"seeds): low = decided for the claim, high = decided + undecided; at least "
+                    f"{k} must hold", unit="part")
 
 
 def _leans_for(ev: Evidence) -> bool:
@@ -244,16 +245,18 @@ def paired_difference(a: Sequence[float], b: Sequence[float], *, threshold: floa
 
 
 def mean_interval(x: Sequence[float], *, threshold: float = 0.0, side: str = "greater",
-                  scale: float = 1.0) -> Evidence:
-    """Evidence on the mean of a quantity measured once per seed (t interval)."""
+                  scale: float = 1.0, unit: str = "seed") -> Evidence:
+    """Evidence on the mean of a quantity measured once per seed (t interval); ``unit``
+    names what one value is (``"run"`` when runs of several tasks are pooled)."""
     v = _values("x", x)
     v = v[np.isfinite(v)]
     if v.size == 0:
         return Evidence(math.nan, math.nan, math.nan, threshold, side, 0, None,
-                        "no finite value")
+                        "no finite value", unit=unit)
     mean, low, high = _t_interval(v)
     return Evidence(scale * mean, scale * low, scale * high, threshold, side, int(v.size), None,
-                    f"t over {v.size} seeds" if v.size > 1 else "one seed: no interval")
+                    f"t over {v.size} {unit}s" if v.size > 1 else f"one {unit}: no interval",
+                    unit=unit)
 
 
 BOOTSTRAP_RESAMPLES = 2000

@@ -24,6 +24,7 @@ from lalr_core.core.provenance import git_info, repo_root, utc_timestamp
 
 INVENTORY_COLUMNS = ("chapter", "item_id", "kind", "caption", "source_claim", "source_numbers")
 _FILE_KINDS = ("png", "pdf", "csv", "md")  # order of the links in the report
+CLAIM_TABLE = "verdicts"  # a chapter's one-row-per-claim table, the output of a "claim" item
 _VERDICTS = VERDICTS  # PASS, FAIL, INCONCLUSIVE, N/A
 
 
@@ -133,6 +134,8 @@ def _item_table(rows, checks_by_item, profile_dir) -> tuple[list[str], int]:
     present = 0
     for row in rows:
         links = _files(profile_dir, row["chapter"], row["item_id"])
+        if not links and row["kind"] == "claim":  # a source without figures: its claims' table
+            links = _files(profile_dir, row["chapter"], CLAIM_TABLE)
         present += bool(links)
         checks = checks_by_item.get((row["chapter"], row["item_id"]), [])
         verdicts = "<br>".join(_verdict_text(c) for c in checks) or "no check"

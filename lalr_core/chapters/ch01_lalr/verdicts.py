@@ -233,7 +233,7 @@ def unchanged_scales(table: pd.DataFrame, first: int = 0, second: int = 3) -> bo
 
 def fraction_interval(values: Sequence[float], threshold: float = 0.5) -> Evidence:
     """A per-run fraction's mean over runs with its t interval, claim: > ``threshold``."""
-    return mean_interval(values, threshold=threshold, side="greater")
+    return mean_interval(values, threshold=threshold, side="greater", unit="run")
 
 
 # ----------------------------------------------------------------------------- the table

@@ -292,3 +292,14 @@ def test_bad_input_raises_value_error():
         with pytest.raises(ValueError):
             call()
             pytest.fail(f"bad input #{i} was accepted")
+
+
+def test_dense_hessian_equals_the_curvlinops_matrix_and_keeps_the_modes():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4), nn.Tanh(), nn.Linear(4, 2)).double()
+    X, y = torch.randn(6, 3, dtype=torch.float64), torch.tensor([0, 1, 1, 0, 1, 0])
+    model.train()
+    dense = cv.dense_hessian(model, nn.CrossEntropyLoss(), X, y)
+    ref = cv.dense_matrix(cv.curvature_operator(model, nn.CrossEntropyLoss(), [(X, y)]))
+    torch.testing.assert_close(dense, ref, rtol=1e-9, atol=1e-12)
+    assert model.training and model[1].training           # modes restored

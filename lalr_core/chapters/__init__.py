@@ -19,6 +19,7 @@ CHAPTERS: dict[str, str] = {  # chapter id -> module
     "02": "ch02_tempbalance",
     "02b": "ch02b_htsr_pruning",
     "04": "ch04_directedness",
+    "05": "ch05_quasi_newton",
     "06": "ch06_orthogonal_sgdm",
 }
 

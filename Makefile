@@ -38,6 +38,7 @@ bench: env
 	$(PY) benchmarks/bench_spectral.py
 	$(PY) benchmarks/bench_tempbalance.py
 	$(PY) benchmarks/bench_lalr.py
+	$(PY) benchmarks/bench_curvature.py
 
 prune: env
 	$(PY) -m lalr_core.core.runs prune

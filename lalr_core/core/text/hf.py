@@ -20,7 +20,6 @@ CI, checking a method on this code path).
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import importlib
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -31,7 +30,7 @@ import torch.nn.functional as F
 
 from lalr_core.core.config import TASKS, RunConfig, TaskConfig
 from lalr_core.core.data import iterate_batches
-from lalr_core.core.text.tasks import UNREAD, TextData
+from lalr_core.core.text.tasks import TextData, reject_unread
 
 GLUE = "nyu-mll/glue"  # GLUE's canonical hub id (formerly "glue")
 GLUE_TASKS = ("sst2", "cola")  # both binary, one "sentence" column
@@ -155,11 +154,7 @@ class HFSequenceClassificationTask(TaskConfig):
 
     def check(self, cfg: RunConfig) -> None:
         """Raise ``ValueError`` if ``cfg`` sets a field this task does not read."""
-        defaults = {f.name: f.default for f in dataclasses.fields(RunConfig)}
-        changed = [n for n in UNREAD if getattr(cfg, n) != defaults[n]]
-        if changed:
-            raise ValueError(f"hf_text_classification builds its own data and model and reads "
-                             f"none of {changed}: leave them at their defaults")
+        reject_unread(cfg, "hf_text_classification runs")
 
     def channels_last(self, cfg: RunConfig) -> bool:
         return False

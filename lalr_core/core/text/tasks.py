@@ -77,6 +77,16 @@ def _check_int(name: str, value, low: int) -> None:
         raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
 
 
+def reject_unread(cfg: RunConfig, who: str) -> None:
+    """Raise ``ValueError`` if ``cfg`` sets one of the image fields (`UNREAD`) that a task
+    building its own data and model (``who``) never reads."""
+    defaults = {f.name: f.default for f in dataclasses.fields(RunConfig)}
+    changed = [n for n in UNREAD if getattr(cfg, n) != defaults[n]]
+    if changed:
+        raise ValueError(f"{who} build their own data and model and read none of {changed}: "
+                         f"leave them at their defaults")
+
+
 @dataclass
 class TextData:
     """A text task's tensors: ``splits[name] = (tokens, labels)`` (or ``(inputs, targets)``
@@ -127,11 +137,7 @@ class TextTask(TaskConfig):
 
     def check(self, cfg: RunConfig) -> None:
         """Raise ``ValueError`` if ``cfg`` sets a field the text tasks do not read."""
-        defaults = {f.name: f.default for f in dataclasses.fields(RunConfig)}
-        changed = [n for n in UNREAD if getattr(cfg, n) != defaults[n]]
-        if changed:
-            raise ValueError(f"the text tasks build their own data and model and read none "
-                             f"of {changed}: leave them at their defaults")
+        reject_unread(cfg, "the text tasks")
 
     def channels_last(self, cfg: RunConfig) -> bool:
         return False

@@ -17,7 +17,6 @@ every number with its provenance.
 from __future__ import annotations
 
 import argparse
-import statistics
 import time
 
 import numpy as np
@@ -32,18 +31,14 @@ from lalr_core.core.models import build_model
 from lalr_core.core.train import run_model, train
 from lalr_core.methods import curvature as cv
 from lalr_core.methods import top_eigen as te
+from lalr_core.methods.lalr import overhead
 
 RTOL = 1e-3
 
 
 def median_time(fn, repeats: int) -> float:
     fn()                                     # untimed: first calls allocate
-    times = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
+    return overhead.median_time(fn, repeats)
 
 
 def hvp_vs_gradient(batch: int, repeats: int) -> dict:

@@ -266,19 +266,19 @@ _FIG410_FIG420 = {
 # 576), 200 epochs (the shorter of its 200 / 1000), app. E.4's lr 0.1 / momentum 0.9, batch 128
 # (not stated), every 25th step (2,816 records, ~0.8 GB); fig 4.16's model and batch sizes are
 # not stated: the digest's ResNet-20 / CIFAR-10 with 32, 128, 512, 2048.
+_PROBES_QUICK = {
+    "probe_lr": 0.05, "probe_momentum": 0.9,
+    "phi_model": "basic_cnn", "phi_width": 1.0, "phi_layer": "conv2",
+    "phi_batch_size": 32, "phi_epochs": 15, "phi_every": 1, "phi_seeds": 5,
+    "cohesion_model": "basic_cnn", "cohesion_width": 0.5, "cohesion_batch_size": 32,
+    "cohesion_epochs": 5, "cohesion_batches": (4, 32, 256), "cohesion_d": 10,
+    "cohesion_per_epoch": 25, "cohesion_mode": "train", "cohesion_seeds": 3,
+}
 _PROBES = {
-    "smoke": {"probe_lr": 0.05, "probe_momentum": 0.9,
-              "phi_model": "basic_cnn", "phi_width": 1.0, "phi_layer": "conv2",
-              "phi_batch_size": 32, "phi_epochs": 2, "phi_every": 1, "phi_seeds": 2,
-              "cohesion_model": "basic_cnn", "cohesion_width": 0.5, "cohesion_batch_size": 32,
-              "cohesion_epochs": 2, "cohesion_batches": (4, 32, 128), "cohesion_d": 10,
-              "cohesion_per_epoch": 4, "cohesion_mode": "train", "cohesion_seeds": 2},
-    "quick": {"probe_lr": 0.05, "probe_momentum": 0.9,
-              "phi_model": "basic_cnn", "phi_width": 1.0, "phi_layer": "conv2",
-              "phi_batch_size": 32, "phi_epochs": 15, "phi_every": 1, "phi_seeds": 5,
-              "cohesion_model": "basic_cnn", "cohesion_width": 0.5, "cohesion_batch_size": 32,
-              "cohesion_epochs": 5, "cohesion_batches": (4, 32, 256), "cohesion_d": 10,
-              "cohesion_per_epoch": 25, "cohesion_mode": "train", "cohesion_seeds": 3},
+    # smoke: quick's settings with fewer epochs, seeds and probes, and a smaller largest probe
+    "smoke": {**_PROBES_QUICK, "phi_epochs": 2, "phi_seeds": 2, "cohesion_epochs": 2,
+              "cohesion_batches": (4, 32, 128), "cohesion_per_epoch": 4, "cohesion_seeds": 2},
+    "quick": _PROBES_QUICK,
     "paper": {"probe_lr": 0.1, "probe_momentum": 0.9,
               "phi_model": "resnet18_cifar", "phi_width": 1.0, "phi_layer": "layer1.0.conv1",
               "phi_batch_size": 128, "phi_epochs": 200, "phi_every": 25, "phi_seeds": 3,

@@ -39,6 +39,7 @@ bench: env
 	$(PY) benchmarks/bench_tempbalance.py
 	$(PY) benchmarks/bench_lalr.py
 	$(PY) benchmarks/bench_curvature.py
+	$(PY) benchmarks/bench_gpu_epoch.py
 
 prune: env
 	$(PY) -m lalr_core.core.runs prune

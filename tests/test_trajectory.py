@@ -222,6 +222,7 @@ def test_cuda_matches_cpu():
         for pm in pms:
             pm.update(row.to(pm._ring.device))
     cpu, gpu = pms[0].result(), pms[1].result()
+    assert gpu.pop("layer_names") == cpu.pop("layer_names")
     for key in cpu:
         np.testing.assert_allclose(gpu[key], cpu[key], rtol=1e-12, err_msg=key)
     state = pms[1].state_dict()  # a CUDA run resumes on the CPU and vice versa

@@ -63,8 +63,10 @@ def exp_vs_normal(alpha) -> dict[str, float]:
     ll_norm = float(stats.norm.logpdf(a, mu, sd).sum())
     return {"n": len(a), "skewness": float(stats.skew(a)), "loglik_exp": ll_exp,
             "loglik_normal": ll_norm,
-            "ks_p_exp": float(stats.kstest(x, "expon", (0, scale)).pvalue),
-            "ks_p_normal": float(stats.kstest(a, "norm", (mu, sd)).pvalue)}
+            # frozen distributions, not names + args: a scipy newer than 1.17 (the GPU
+            # machines') maps "norm" to a cdf that takes no loc/scale
+            "ks_p_exp": float(stats.kstest(x, stats.expon(0, scale).cdf).pvalue),
+            "ks_p_normal": float(stats.kstest(a, stats.norm(mu, sd).cdf).pvalue)}
 
 
 def cka_contrast(matrix: pd.DataFrame) -> dict[str, float]:

@@ -40,8 +40,8 @@ def _ks_distances(logs: torch.Tensor, idx: torch.Tensor, log_xmin: torch.Tensor,
     (Clauset et al. 2009; the empirical CDF ``k / n`` is powerlaw 2.0's and WeightWatcher's).
     """
     N = logs.numel()
-    k = torch.arange(N, dtype=torch.float64)
-    out = torch.empty(idx.numel(), dtype=torch.float64)
+    k = torch.arange(N, dtype=torch.float64, device=logs.device)  # on the spectrum's device
+    out = torch.empty(idx.numel(), dtype=torch.float64, device=logs.device)
     step = max(1, KS_CHUNK // N)
     for s in range(0, idx.numel(), step):
         i, a, lx = idx[s:s + step, None], alpha[s:s + step, None], log_xmin[s:s + step, None]
@@ -139,7 +139,7 @@ def fit_alpha(eigs, xmin="median", xmin_pos: float = 2.0,
             i, below = int(count / xmin_pos), count - N   # below: counted, <= 0, not in lam
             if i < below:                                 # x_min is a zero: the limit alpha 1
                 return {"alpha": 1.0, "xmin": 0.0, "n_tail": count - i, "ks_distance": 1.0}
-            idx = torch.tensor([i - below])
+            idx = torch.tensor([i - below], device=lam.device)
         else:
             idx = _ks_candidates(lam)
             if idx.numel() == 0:
@@ -149,10 +149,10 @@ def fit_alpha(eigs, xmin="median", xmin_pos: float = 2.0,
         x = float(xmin)
         if not x > 0:
             raise ValueError(f"fixed xmin must be > 0, got {xmin}")
-        idx = torch.searchsorted(lam, torch.tensor([x], dtype=torch.float64))  # first >= x
+        idx = torch.searchsorted(lam, torch.tensor([x], dtype=torch.float64, device=lam.device))  # first >= x
         if int(idx) >= N:
             raise ValueError(f"empty tail: no eigenvalue >= xmin={x} (max {lam[-1].item():.4g})")
-        log_xmin = torch.tensor([math.log(x)], dtype=torch.float64)
+        log_xmin = torch.tensor([math.log(x)], dtype=torch.float64, device=lam.device)
     alpha = _mle(logs, idx, log_xmin)
     D = _ks_distances(logs, idx, log_xmin, alpha)
     best = int(torch.argmin(D))                                        # first minimum

@@ -71,6 +71,7 @@ Limits of this design:
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 import weakref
@@ -86,6 +87,7 @@ from lalr_core.core.config import OPTIMIZERS
 
 __all__ = [
     "C_INIT",
+    "ClassGradientTap",
     "GAMMA",
     "LAMBDA_INIT",
     "RANK_RTOL",
@@ -273,21 +275,104 @@ def qn_direction(g: torch.Tensor, G: torch.Tensor, lam: torch.Tensor, lr: float)
     return lr * g + ((1 / lam - lr) * proj) @ G
 
 
+# ----------------------------------------------------------------------------- the logit tap
+def _tap_forward(ref: weakref.ref, module, args, out) -> None:
+    """Forward hook on the tapped model. It holds the tap weakly, so a tap whose owner is
+    dropped stops costing backward passes."""
+    tap = ref()
+    if tap is not None:
+        tap.capture(module, args, out)
+
+
+def _tap_grad(ref: weakref.ref, token: int, dz: torch.Tensor) -> None:
+    """Tensor hook on captured logits; it keeps no strong reference to them."""
+    tap = ref()
+    if tap is not None:
+        tap.on_grad(token, dz)
+
+
+class ClassGradientTap:
+    """The class gradients of each training batch, computed inside the loop's own backward
+    (module docstring, steps 2-4): one implementation for the optimiser and for
+    `lalr_core.methods.subspace_probe`.
+
+    ``attach(model)`` puts a forward hook on the model. It keeps the ``(B, C)`` logits of every
+    grad-enabled, training-mode forward and hooks their gradient. When the loop's backward
+    reaches them, the labels are recovered from ``dL/dz`` (`labels_from_logit_grad`) and
+    `class_gradients_from_logits` runs on the graph that is still alive; the owner's
+    ``on_batch(z, params, grads, counts)`` receives the result. A gradient that is not a mean
+    cross-entropy's is left alone, and ``refused`` says why (the owner decides whether that
+    is an error).
+
+    Args:
+        on_batch: called with the logits, the parameters differentiated, their class
+            gradients (one ``(C, *p.shape)`` tensor each) and the class counts.
+        params: returns the parameters to differentiate, at each batch.
+        strict: a training forward whose output is not ``(batch, classes)`` raises (with
+            ``name`` in the message) instead of being skipped.
+        name: who needs the logits, for that message.
+    """
+
+    def __init__(self, on_batch, params, *, strict: bool = False, name: str = "the tap"):
+        self.on_batch, self.params, self.strict, self.name = on_batch, params, strict, name
+        self.handle = None
+        self.logits: torch.Tensor | None = None  # captured logits awaiting their backward
+        self.token = 0                            # which capture the pending logits are
+        self.busy = False                         # inside the owner's own passes
+        self.refused: str | None = None           # why the last logit gradient was refused
+
+    def attach(self, model: nn.Module) -> None:
+        """Tap ``model``'s training forwards from now on (replaces any earlier model)."""
+        self.detach()
+        self.handle = model.register_forward_hook(functools.partial(_tap_forward,
+                                                                    weakref.ref(self)))
+
+    def detach(self) -> None:
+        if self.handle is not None:
+            self.handle.remove()
+            self.handle = None
+
+    @contextlib.contextmanager
+    def quiet(self):
+        """The owner's own forwards and backward passes: not captured, not answered."""
+        busy, self.busy = self.busy, True
+        try:
+            yield
+        finally:
+            self.busy = busy
+
+    def capture(self, module: nn.Module, args, out) -> None:
+        if self.busy or not torch.is_grad_enabled() or not module.training:
+            return
+        if not isinstance(out, torch.Tensor) or out.ndim != 2:
+            if self.strict:
+                raise ValueError(f"{self.name} needs a classifier whose output is (batch, "
+                                 f"classes) logits, got "
+                                 f"{getattr(out, 'shape', type(out).__name__)}")
+            return
+        if not out.requires_grad:
+            return
+        self.token += 1
+        self.logits = out
+        out.register_hook(functools.partial(_tap_grad, weakref.ref(self), self.token))
+
+    def on_grad(self, token: int, dz: torch.Tensor) -> None:
+        z = self.logits
+        if self.busy or token != self.token or z is None:
+            return  # our own VJPs re-enter this hook; or logits of an older forward
+        try:
+            y = labels_from_logit_grad(z, dz)
+        except ValueError as err:  # another backward through these logits (a probe's VJP),
+            self.refused = str(err)  # or a loss that is not a mean CE: wait for the training
+            return                   # loss; the owner reports it if none came
+        self.logits, self.refused = None, None
+        params = self.params()
+        with self.quiet():
+            grads, counts = class_gradients_from_logits(z, y, params, retain_graph=True)
+        self.on_batch(z, params, grads, counts)
+
+
 # ----------------------------------------------------------------------------- the optimiser
-def _model_forward_hook(ref: weakref.ref, module, args, out) -> None:
-    """Forward hook on the attached model. It holds the optimiser weakly, so an optimiser
-    that is dropped stops costing backward passes."""
-    opt = ref()
-    if opt is not None:
-        opt._capture(module, args, out)
-
-
-def _logit_grad_hook(ref: weakref.ref, token: int, dz: torch.Tensor) -> None:
-    """Tensor hook on captured logits (module docstring, steps 3-4). It keeps no strong
-    reference to the logits: the optimiser owns them until they are used."""
-    opt = ref()
-    if opt is not None:
-        opt._on_logit_grad(token, dz)
 
 
 class _ModelFinder:
@@ -321,7 +406,7 @@ class _ModelFinder:
         mine = {id(p) for p in module.parameters()}
         if opt._held and opt._held <= mine:
             opt.attach(module)            # removes these hooks
-            opt._capture(module, args, out)  # this forward ran before the model hook existed
+            opt._tap.capture(module, args, out)  # it ran before the model hook existed
 
 
 class QuasiNewtonClassSubspace(torch.optim.Optimizer):
@@ -388,13 +473,11 @@ class QuasiNewtonClassSubspace(torch.optim.Optimizer):
         self.gamma = float(gamma)
         self._held = {id(p) for g in self.param_groups for p in g["params"]}
         self._params = [p for g in self.param_groups for p in g["params"]]
-        self._model_handle = None
         self._finder: _ModelFinder | None = None
-        self._logits: torch.Tensor | None = None  # captured logits awaiting their backward
-        self._token = 0                            # which capture the pending logits are
-        self._busy = False                         # inside our own VJPs (hook re-entry)
+        self._tap = ClassGradientTap(self._on_class_gradients,
+                                     lambda: [p for p in self._params if p.requires_grad],
+                                     strict=True, name="qn_class_subspace")
         self._batch: dict | None = None            # class gradients of the batch in flight
-        self._refused: str | None = None           # why the last logit gradient was refused
         self.stats = {"steps": 0, "class_backward_passes": 0}
         if model is not None:
             self.attach(model)
@@ -408,8 +491,7 @@ class QuasiNewtonClassSubspace(torch.optim.Optimizer):
         if not self._held <= mine:
             raise ValueError("model does not hold all of the optimiser's parameters")
         self.detach()
-        self._model_handle = model.register_forward_hook(
-            functools.partial(_model_forward_hook, weakref.ref(self)))
+        self._tap.attach(model)
         return self
 
     def detach(self) -> None:
@@ -417,38 +499,9 @@ class QuasiNewtonClassSubspace(torch.optim.Optimizer):
         if self._finder is not None:
             self._finder.remove()
             self._finder = None
-        if self._model_handle is not None:
-            self._model_handle.remove()
-            self._model_handle = None
+        self._tap.detach()
 
-    def _capture(self, module, args, out) -> None:
-        if not torch.is_grad_enabled() or not module.training:
-            return
-        if not isinstance(out, torch.Tensor) or out.ndim != 2:
-            raise ValueError(f"qn_class_subspace needs a classifier whose output is (batch, "
-                             f"classes) logits, got {getattr(out, 'shape', type(out).__name__)}")
-        if not out.requires_grad:
-            return
-        self._token += 1
-        self._logits = out
-        out.register_hook(functools.partial(_logit_grad_hook, weakref.ref(self), self._token))
-
-    def _on_logit_grad(self, token: int, dz: torch.Tensor) -> None:
-        if self._busy or token != self._token or self._logits is None:
-            return  # our own VJPs re-enter this hook; or logits of an older forward
-        z = self._logits
-        try:
-            y = labels_from_logit_grad(z, dz)
-        except ValueError as err:  # another backward through these logits (e.g. a probe's
-            self._refused = str(err)  # VJP), or a task whose loss is not a mean CE: wait for
-            return                    # the training loss; `step` reports it if none came
-        self._logits, self._refused = None, None
-        params = [p for p in self._params if p.requires_grad]
-        self._busy = True
-        try:
-            grads, counts = class_gradients_from_logits(z, y, params, retain_graph=True)
-        finally:
-            self._busy = False
+    def _on_class_gradients(self, z, params, grads, counts) -> None:
         self.stats["class_backward_passes"] += int((counts > 0).sum())
         dt = torch.promote_types(z.dtype, torch.float32)              # float64 stays float64
         probs = torch.softmax(z.detach().to(dt), dim=1)
@@ -512,8 +565,8 @@ class QuasiNewtonClassSubspace(torch.optim.Optimizer):
         if closure is not None:
             with torch.enable_grad():
                 loss = closure()
-        batch, self._batch, self._logits = self._batch, None, None
-        refused, self._refused = self._refused, None
+        batch, self._batch, self._tap.logits = self._batch, None, None
+        refused, self._tap.refused = self._tap.refused, None
         if batch is None:
             if refused is not None:
                 raise ValueError(refused)

@@ -31,14 +31,15 @@ The ``"class_subspace_probe"`` callback (`ClassSubspaceProbe`) records:
   row and count 0). After the run, `rank_series`, `assignment_series`, `span_energy_series`
   and `top_hessian_eigenvectors` give fig E.1 (a) and (b).
 
-How the batch's class gradients are obtained without touching the loop or the training: a
-forward hook on the model keeps the logits ``z`` of each training-mode, grad-enabled forward and
-puts a tensor hook on them. During the loop's ``loss.backward()`` that hook receives
-``dL/dz``, recovers the labels from it (`quasi_newton.labels_from_logit_grad`: mean
-cross-entropy only) and computes ``c_k^B`` by one vector-Jacobian product per present class on
-the graph that is still alive (`quasi_newton.class_gradients_from_logits`), exactly as the
-quasi-Newton optimiser does. With batch norm in train mode this is the class gradient of the
-forward as it ran. The products go to ``torch.autograd.grad``, never to ``.grad``.
+How the batch's class gradients are obtained without touching the loop or the training (the
+quasi-Newton optimiser's own `quasi_newton.ClassGradientTap`): a forward hook on the model
+keeps the logits ``z`` of each training-mode, grad-enabled forward and puts a tensor hook on
+them. During the loop's ``loss.backward()`` that hook receives ``dL/dz``, recovers the labels
+from it (`quasi_newton.labels_from_logit_grad`: mean cross-entropy only) and computes
+``c_k^B`` by one vector-Jacobian product per present class on the graph that is still alive
+(`quasi_newton.class_gradients_from_logits`). With batch norm in train mode this is the class
+gradient of the forward as it ran. The products go to ``torch.autograd.grad``, never to
+``.grad``.
 
 Guarantees (tested): the run's weights are bit-identical with and without the callback; the
 probes run in eval mode on float64 copies of the parameters through ``functional_call`` (no
@@ -57,7 +58,6 @@ in eq. 4.40 is ``N_k`` (item 9); q^GC uses the per-batch class gradients of the 
 from __future__ import annotations
 
 import contextlib
-import functools
 import math
 from collections.abc import Mapping
 
@@ -449,13 +449,10 @@ class ClassSubspaceProbe:
         self.dir_counts: list[torch.Tensor] = []
         self.missed = 0
         # transient
-        self._handle = None
         self._probe: dict | None = None
-        self._logits: torch.Tensor | None = None
-        self._token = 0
-        self._busy = False
         self._pending: tuple[torch.Tensor, torch.Tensor] | None = None
         self._params: list[torch.Tensor] = []
+        self._tap = qn.ClassGradientTap(self._on_class_gradients, lambda: self._params)
 
     @property
     def wants_class_gradients(self) -> bool:
@@ -463,11 +460,10 @@ class ClassSubspaceProbe:
 
     # ------------------------------------------------------------------ hooks of the loop
     def on_train_start(self, model: nn.Module) -> None:
-        if self._handle is not None:
-            self._handle.remove()
+        self._tap.detach()
         self._params = [p for p in model.parameters() if p.requires_grad]
         if self.wants_class_gradients:
-            self._handle = model.register_forward_hook(self._capture)
+            self._tap.attach(model)
         self._load_probe(model)
 
     def on_backward(self, model: nn.Module) -> None:
@@ -477,7 +473,7 @@ class ClassSubspaceProbe:
         if not self.wants_class_gradients:
             return
         step, pending = self.step + 1, self._pending
-        self._pending, self._logits = None, None
+        self._pending, self._tap.logits = None, None
         if pending is None:
             self.missed += 1
             if self.gc:
@@ -507,30 +503,9 @@ class ClassSubspaceProbe:
             self._record_probes(model, self.epoch, lc=True, sl=False)
 
     # ------------------------------------------------------------------ class gradients
-    def _capture(self, module: nn.Module, args, out) -> None:
-        if self._busy or not module.training or not torch.is_grad_enabled():
-            return
-        if not isinstance(out, torch.Tensor) or out.ndim != 2 or not out.requires_grad:
-            return
-        self._token += 1
-        self._logits = out
-        out.register_hook(functools.partial(self._on_logit_grad, self._token))
-
-    def _on_logit_grad(self, token: int, dz: torch.Tensor) -> None:
-        z = self._logits
-        if self._busy or token != self._token or z is None:
-            return                                  # our own VJPs, or an older forward
-        try:
-            y = qn.labels_from_logit_grad(z, dz)
-        except ValueError:                          # another backward through z (a probe's,
-            return                                  # the QN optimiser's VJPs) or not a CE
-        self._logits = None
-        self._busy = True
-        try:
-            grads, counts = qn.class_gradients_from_logits(z, y, self._params,
-                                                           retain_graph=True)
-        finally:
-            self._busy = False
+    def _on_class_gradients(self, z, params, grads, counts) -> None:
+        # (another backward through z, a probe's or the QN optimiser's VJPs, is refused by
+        # the tap's label check and left alone)
         self._pending = (qn._flat_rows([g.detach() for g in grads]), counts.detach())
 
     # ------------------------------------------------------------------ probes
@@ -555,15 +530,11 @@ class ClassSubspaceProbe:
         if not (lc or sl):
             return
         finite = all(bool(torch.isfinite(p).all()) for p in self._params)
-        self._busy = True
-        try:
-            with torch.random.fork_rng(devices=[]):    # belt and braces: draws none
-                if lc:
-                    self._record_lc(model, epoch, finite)
-                if sl:
-                    self._record_sl(model, epoch, finite)
-        finally:
-            self._busy = False
+        with self._tap.quiet(), torch.random.fork_rng(devices=[]):  # fork: belt and braces,
+            if lc:                                                    # it draws none
+                self._record_lc(model, epoch, finite)
+            if sl:
+                self._record_sl(model, epoch, finite)
 
     def _record_lc(self, model: nn.Module, epoch: int, finite: bool) -> None:
         index, X, y = self._probe["lc"]
@@ -590,9 +561,7 @@ class ClassSubspaceProbe:
 
     # ------------------------------------------------------------------ results and state
     def result(self) -> dict:
-        if self._handle is not None:
-            self._handle.remove()
-            self._handle = None
+        self._tap.detach()
         P = sum(p.numel() for p in self._params)
         dirs = (torch.stack(self.dirs).numpy() if self.dirs
                 else np.zeros((0, 0, P), dtype=np.float32))

@@ -162,8 +162,10 @@ for lr in S.table_lrs:
                      "loss": np.nanmean(qn.per_seed(runs, qn.final_loss)),
                      "source loss": float(src.loss.iloc[0]) if len(src) else np.nan})
 table = pd.DataFrame(rows)
-out.save_table(table, "tableE", params=S.as_dict(),
-               note=f"final held-out accuracy and loss, mean of {S.seeds} seeds; the source's beside")
+for item, cols, what in (("tableE.1", ["accuracy (%)", "source accuracy (%)"], "accuracy (%)"),
+                         ("tableE.2", ["loss", "source loss"], "loss")):
+    out.save_table(table[["lr", "method", *cols]], item, params=S.as_dict(),
+                   note=f"final held-out {what}, mean of {S.seeds} seeds; the source's beside")
 acc_parts = {f"lr {lr:g}": paired_difference(
     qn.per_seed([TAB[("sgdm", lr, s)] for s in SEEDS], qn.final_accuracy),
     qn.per_seed([TAB[(qn.QN, lr, s)] for s in SEEDS], qn.final_accuracy), threshold=-1.0)
@@ -426,7 +428,7 @@ out.savefig(fig, "figE.1", params=S.as_dict(), seeds=[scfg.seed])
 plt.show()
 med_early = {tau: float(np.nanmedian(r[early])) for tau, r in RANKS.items()}
 med_late = {tau: float(np.nanmedian(r[late])) for tau, r in RANKS.items()}
-out.check("figE.1b", "class gradients align with the top-C eigenvectors: Hungarian mean |cos| "
+out.check("figE.1", "class gradients align with the top-C eigenvectors: Hungarian mean |cos| "
           "> 5/√P", bool(cos_last > 5 / np.sqrt(P_E)),
           ours={"last batch": round(cos_last, 4), "class gradients on the Hessian's examples":
                 round(float(cos_h), 4), "median over the last 20 % of batches":
@@ -435,7 +437,7 @@ out.check("figE.1b", "class gradients align with the top-C eigenvectors: Hungari
           quote="The cosine-maximised linear assignment for the top-C eigenvectors to the class "
                 "gradient directions is ≈ 0.36 , and most of the class gradients have a "
                 "significant cosine similarity with a top eigenvector figure E.1b.")
-out.check("figE.1a", f"the rank falls (median over the last 20 % of steps ≤ over the first 10 %) "
+out.check("figE.1", f"the rank falls (median over the last 20 % of steps ≤ over the first 10 %) "
           f"and stays below 2C (τ = {S.e1_rtol:g})",
           bool(med_late[S.e1_rtol] <= med_early[S.e1_rtol] < 2 * C_E
                and med_late[S.e1_rtol] < 2 * C_E),
@@ -624,17 +626,23 @@ lam0, v0 = te.top_eigenpair(H0)
 r412 = te.power_iteration(H0, seed=0, reference=v0)
 r413 = te.sampled_gradient_power_iteration(H0, s=1, seed=0, reference=v0)
 r417a = te.sampled_gradient_power_iteration(H0, s=min(1000, 10 * S.known_size), seed=0, reference=v0)
-fig, axes = plt.subplots(2, 3, figsize=(15, 6), sharex="col")
-for j, (r, name) in enumerate(((r412, "fig 4.12: H v"), (r413, "fig 4.13: one gradient"),
-                               (r417a, "fig 4.17A: 1000 gradients"))):
-    axes[0, j].plot(np.arange(1, r.iters + 1), r.cos)
-    axes[0, j].set(ylim=(-1.05, 1.05), ylabel="cos φ", title=name)
-    axes[1, j].plot(np.arange(1, r.iters + 1), r.values)
-    axes[1, j].axhline(lam0, color="C1", label="true λ")
-    axes[1, j].set(xlabel="iterate", ylabel="λ estimate")
-    axes[1, j].legend(fontsize=8)
-out.savefig(fig, "fig4.12-4.13-4.17A", params=S.as_dict(), seeds=[0])
-plt.show()
+
+
+def power_panels(col, r, title):
+    """cos φ (top) and the eigenvalue estimate (bottom) of one power-iteration run."""
+    col[0].plot(np.arange(1, r.iters + 1), r.cos, lw=0.8)
+    col[0].set(ylim=(-1.05, 1.05), ylabel="cos φ", title=title)
+    col[1].plot(np.arange(1, r.iters + 1), r.values, lw=0.8)
+    col[1].axhline(lam0, color="C1", label="true λ")
+    col[1].set(xlabel="iterate", ylabel="λ estimate")
+    col[1].legend(fontsize=8)
+
+
+for r, item, title in ((r412, "fig4.12", "fig 4.12: H v"), (r413, "fig4.13", "fig 4.13: one gradient")):
+    fig, axes = plt.subplots(2, 1, figsize=(6, 6), sharex=True)
+    power_panels(axes, r, title)
+    out.savefig(fig, item, params=S.as_dict(), seeds=[0])
+    plt.show()
 out.check("fig4.12", "power iteration with H converges: |cos φ| > 0.99 at the stop, λ within 1 %",
           bool(abs(r412.cos[-1]) > 0.99 and abs(r412.value / lam0 - 1) < 0.01),
           ours=f"{r412.iters} iterates, cos {r412.cos[-1]:+.4f}, λ̂ {r412.value:.2f} vs {lam0:.2f}",
@@ -652,7 +660,7 @@ out.check("fig4.13", "one gradient per iterate does not converge: late mean |cos
           "estimate's coefficient of variation > 0.2", bool(np.mean(np.abs(tail)) < 0.5 and cv413 > 0.2),
           ours=f"mean |cos| {np.mean(np.abs(tail)):.3f}, CV {cv413:.2f}", quote="neither value is converging")
 late = r417a.cos[-10:]
-out.check("fig4.17A", "1000 gradients per iterate converge: |cos φ| > 0.98 over the last 10 iterates, λ within 5 %",
+out.check("fig4.17", "1000 gradients per iterate converge: |cos φ| > 0.98 over the last 10 iterates, λ within 5 %",
           bool(np.all(np.abs(late) > 0.98) and abs(np.mean(r417a.values[-10:]) / lam0 - 1) < 0.05),
           ours=f"min |cos| {np.min(np.abs(late)):.4f}, λ̂ {np.mean(r417a.values[-10:]):.1f} vs {lam0:.1f}",
           quote="the top eigenvector is converging to the true value, and the estimated eigenvalue "
@@ -675,7 +683,12 @@ stats = pd.DataFrame({s: {"late mean |cos|": np.mean(np.abs(r.cos[-last:])),
                           "late sd |cos|": np.std(np.abs(r.cos[-last:])),
                           "late min |cos|": np.min(np.abs(r.cos[-last:]))} for s, r in rolling.items()}).T
 mid = sorted(rolling)[len(rolling) // 2] if len(rolling) > 2 else max(rolling)
-out.check("fig4.17B", f"a rolling window of {mid} converges but oscillates: late mean |cos φ| > 0.9, "
+fig, axes = plt.subplots(2, 2, figsize=(12, 6), sharex="col")  # fig 4.17b: the middle window
+power_panels(axes[:, 0], r417a, f"fig 4.17a: {min(1000, 10 * S.known_size)} gradients per iterate")
+power_panels(axes[:, 1], rolling[mid], f"fig 4.17b: rolling window of {mid}")
+out.savefig(fig, "fig4.17", params=S.as_dict(), seeds=[0])
+plt.show()
+out.check("fig4.17", f"a rolling window of {mid} converges but oscillates: late mean |cos φ| > 0.9, "
           "min < 0.97", bool(stats.loc[mid, "late mean |cos|"] > 0.9 and stats.loc[mid, "late min |cos|"] < 0.97),
           ours=stats.loc[mid].round(4).to_dict(),
           quote="Figure 4.17b shows that the top eigenvector and eigenvalue are still converging to "
@@ -721,12 +734,12 @@ for j, (name, p) in enumerate(paths.items()):
 out.savefig(fig, "fig4.14", params=S.as_dict(), seeds=[0])
 plt.show()
 ras, ros = found["rastrigin"], found["rosenbrock"]
-out.check("fig4.14A", "Rastrigin: D_t rises steadily (falls on < 10 % of steps) and the path reaches (0, 0)",
+out.check("fig4.14", "Rastrigin: D_t rises steadily (falls on < 10 % of steps) and the path reaches (0, 0)",
           bool(ras["falls on (% of steps)"] < 10 and np.allclose(paths["rastrigin"][-1], 0, atol=1e-3)),
           ours=ras, source="3.5 % of steps (digest's prototype)",
           quote="for the obstruction-dominated landscape the trajectory is generally straight and "
                 "the Euclidian distance is consistently increasing until the solution")
-out.check("fig4.14B", "Rosenbrock: D_t fluctuates (falls on > 20 % of steps) and the path ends at (1, 1)",
+out.check("fig4.14", "Rosenbrock: D_t fluctuates (falls on > 20 % of steps) and the path ends at (1, 1)",
           bool(ros["falls on (% of steps)"] > 20 and np.allclose(paths["rosenbrock"][-1], 1, atol=1e-3)),
           ours=ros, source="about 45 % of steps; D_t max 3.94, final 2.92 (digest's prototype)",
           quote="for the hilly surface, the trajectory is substantially curved and the total "
@@ -1086,14 +1099,17 @@ s_draws = cm.squared_gradient_norms(HH, S.cumulant_samples, seed=0).numpy()
 k_exact = cm.cumulants_from_spectrum(eigH, (1, 2, 3))
 k_sample = cm.sample_cumulants(s_draws, (1, 2, 3))
 k_cubic = cm.profile_cumulants(prof.n_star, prof.a, prof.b, (1, 2, 3))
-fig, (ax, bx) = plt.subplots(1, 2, figsize=(12, 4.3))
+fig, ax = plt.subplots(figsize=(6, 4.3))
 ax.plot(np.arange(1, len(prof.eigvals) + 1), prof.eigvals, color="C0", label="eigenvalues")
 ax.plot(np.arange(1, len(prof.eigvals) + 1), prof(prof.t), color="C3", label=f"a t + b t³ (R² {prof.r2:.3f})")
 ax.set(xlabel="index (ascending)", ylabel="eigenvalue", title="fig H.1")
 ax.legend()
+out.savefig(fig, "figH.1", params=S.as_dict(), seeds=[1])
+plt.show()
+fig, bx = plt.subplots(figsize=(6, 4.3))
 bx.hist(s_draws, bins=100)
 bx.set(xlabel="s = ‖Hε‖²", ylabel="count", title=f"fig H.2: {S.cumulant_samples} draws")
-out.savefig(fig, "figH.1-H.2", params=S.as_dict(), seeds=[0, 1])
+out.savefig(fig, "figH.2", params=S.as_dict(), seeds=[0, 1])
 plt.show()
 rel = np.abs(k_sample / k_exact - 1)
 out.check("figH.1", "the ascending eigenvalues follow a t + b t³ (R² > 0.95)", bool(prof.r2 > 0.95),

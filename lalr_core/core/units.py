@@ -24,12 +24,14 @@ CHECKPOINT_EVERY = 10  # epochs; a killed paper run resumes losing at most this 
 
 def train_code_modules(params: Mapping[str, Any]) -> list[str]:
     """The plug-in modules a training unit depends on beyond its own: those defining the run's
-    task, optimiser factory, method configs and callbacks (``train_unit.code_modules``, see
+    task (and those it names in ``task.code_modules``), optimiser factory, method configs and
+    callbacks (``train_unit.code_modules``, see
     `runs.sweep`), and those of any training unit a callback starts from (e.g.
     ``pruned_start``'s ``pretrained``), so a fine-tuning is recomputed when the code of its
     pretraining changes."""
     cfg = RunConfig(**params["run"])
     modules = {type(cfg.task).__module__, OPTIMIZERS[cfg.optimizer].__module__}
+    modules |= set(getattr(cfg.task, "code_modules", ()))  # a task that wraps others by name
     modules |= {type(m).__module__ for m in cfg.methods}
     modules |= {CALLBACKS[kind].__module__ for kind in params["callbacks"]}
     for unit in _nested_units(list(params["callbacks"].values())):

@@ -40,6 +40,7 @@ bench: env
 	$(PY) benchmarks/bench_lalr.py
 	$(PY) benchmarks/bench_curvature.py
 	$(PY) benchmarks/bench_gpu_epoch.py
+	$(PY) benchmarks/bench_ntk.py
 
 prune: env
 	$(PY) -m lalr_core.core.runs prune

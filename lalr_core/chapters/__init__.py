@@ -18,6 +18,7 @@ CHAPTERS: dict[str, str] = {  # chapter id -> module
     "01": "ch01_lalr",
     "02": "ch02_tempbalance",
     "02b": "ch02b_htsr_pruning",
+    "03": "ch03_ntk",
     "04": "ch04_directedness",
     "05": "ch05_quasi_newton",
     "06": "ch06_orthogonal_sgdm",

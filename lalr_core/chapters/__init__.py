@@ -22,6 +22,7 @@ CHAPTERS: dict[str, str] = {  # chapter id -> module
     "04": "ch04_directedness",
     "05": "ch05_quasi_newton",
     "06": "ch06_orthogonal_sgdm",
+    "07": "ch07_signal_propagation",
 }
 
 

@@ -10,6 +10,10 @@ one fit vs another) are judged here over seeds: each check reduces every seed's 
 number (a function below) and passes the numbers to `lalr_core.core.evidence.mean_interval`
 or `paired_difference` (SGDM and Adam paired by seed: same initialisation and batch order). A
 diverged seed gives NaN and is left out of the interval (``seed_notes`` says which).
+
+The ``e13_*`` settings serve the notebook's short seed-003 section (experiment E13 of that
+seed's digest: batch size vs learning rate, `lalr_core.methods.batch_scaling`), with the
+helper ``e13_fit_batches``.
 """
 
 from __future__ import annotations
@@ -39,6 +43,11 @@ SPIKE_GAIN = 0.10   # an lr-drop spike: psi_N rises by more than this fraction w
 RW_MARGIN = 1.5     # "well above the random walk": psi_N / (1/sqrt N) above this
 FAR_ABOVE = 2.0     # fig 3.12 "much greater": final D_t / the fitted random walk's above this
 LAYER_SHARE = 0.5   # "most" weight tensors
+# Seed 003's E13 (digest: "steps ∝ 1/B at small B, then plateau"): log-log slopes of
+# steps-to-target on the E13_FIT smallest and largest batch sizes.
+E13_FIT = 3
+E13_LINEAR_TOL = 0.3   # "∝ 1/B": the small-batch slope within this of -1
+E13_PLATEAU = -0.5     # "plateau": the large-batch slope above this (doubling B saves < 30%)
 
 
 @dataclass(frozen=True)
@@ -82,6 +91,16 @@ class Settings(ChapterSettings):
     judge_source: bool
     # Parallel training processes.
     workers: int
+    # Seed 003's E13 (batch size vs lr on a teacher task; `lalr_core.methods.batch_scaling`):
+    # SGD runs on the batch x lr grid to a target error, then Adam at one lr on every batch.
+    e13_batches: tuple[int, ...]   # batch sizes B (examples per step), increasing, >= 4 of them
+    e13_lrs: tuple[float, ...]     # SGD lr grid (per step), increasing
+    e13_seeds: int                 # seeds 0..e13_seeds-1 (initialisation and batch stream)
+    e13_steps: int                 # step budget of every SGD run
+    e13_target: float              # relative excess error to reach (0 = teacher, 1 = constant)
+    e13_noise: float               # label noise, standard deviation in the targets' units
+    e13_adam_lr: float             # Adam's lr for mean |dtheta| / lr
+    e13_adam_steps: int            # Adam steps per run (the mean runs over all of them)
 
     def check(self) -> None:
         """Reject values the runs or the notebook's cells cannot use (``ValueError``)."""
@@ -119,6 +138,24 @@ class Settings(ChapterSettings):
             if getattr(self, name) < 2:
                 raise ValueError(f"setting {name!r} must be >= 2 (a standard error needs two "
                                  f"draws), got {getattr(self, name)!r}")
+        self._check_e13()
+
+    def _check_e13(self) -> None:
+        """The E13 fields (seed 003): grids increasing, two seeds for an interval."""
+        positive(self, "e13_batches", "e13_lrs", "e13_seeds", "e13_steps", "e13_target",
+                 "e13_adam_lr", "e13_adam_steps")
+        for name, least in (("e13_batches", 4), ("e13_lrs", 2)):
+            value = getattr(self, name)
+            if len(value) < least or any(a >= b for a, b in itertools.pairwise(value)):
+                raise ValueError(f"setting {name!r} must be {least} or more increasing values, "
+                                 f"got {value!r}")
+        if self.e13_seeds < 2:
+            raise ValueError(f"setting 'e13_seeds' must be >= 2 (an interval over seeds), "
+                             f"got {self.e13_seeds!r}")
+        if not self.e13_target < 1:
+            raise ValueError(f"setting 'e13_target' must lie in (0, 1), got {self.e13_target!r}")
+        if self.e13_noise < 0:
+            raise ValueError(f"setting 'e13_noise' must be >= 0, got {self.e13_noise!r}")
 
     @property
     def train_size(self) -> int:
@@ -143,6 +180,12 @@ _MC = dict(mc_norm_draws=5000, mc_sum_draws=200)  # listing C.4's cap and C.2's 
 _THESIS_OPT = {"sgdm_lr": 0.05, "sgdm_momentum": 0.85, "sgdm_wd": 1e-2,
                "adam_lr": 0.01, "adam_betas": (0.9, 0.99), "adam_wd": 1e-4}
 
+# Seed 003's E13: B in {8..1024} x 8 SGD lrs (factor 2), as the digest's row asks; the target
+# and label noise put the critical batch inside the grid (so both regimes are visible).
+_E13 = {"e13_batches": (8, 16, 32, 64, 128, 256, 512, 1024),
+        "e13_lrs": tuple(0.00625 * 2 ** k for k in range(8)), "e13_steps": 10_000,
+        "e13_target": 0.05, "e13_noise": 0.7, "e13_adam_lr": 1e-3, "e13_adam_steps": 200}
+
 PROFILES = {
     "smoke": Settings(
         dataset="fashion_mnist", synthetic=True, n_train=512, n_val=128, n_test=128,
@@ -151,6 +194,8 @@ PROFILES = {
         sgdm_lr=0.05, sgdm_momentum=0.85, sgdm_wd=1e-3,
         adam_lr=1e-3, adam_betas=(0.9, 0.99), adam_wd=1e-4,
         sim_steps=300, sim_seeds=3, mc_count=2000, **_MC, judge_source=False, workers=1,
+        e13_batches=(8, 32, 128, 512), e13_lrs=(0.025, 0.05, 0.1, 0.2, 0.4), e13_seeds=3,
+        e13_steps=2000, e13_target=0.1, e13_noise=0.7, e13_adam_lr=1e-3, e13_adam_steps=50,
     ),
     # The thesis's optimisers and schedule shape (drops at 1/2 and 3/4 of training), 4 seeds
     # each; what is cut to fit ~5 min on 2 CPU cores: data (4096 Fashion-MNIST images, no
@@ -161,6 +206,7 @@ PROFILES = {
         augment=False, model="resnet20", width=0.5, batch_size=256, epochs=12,
         milestones=(6, 9), lr_decay=0.1, window=16, seeds=4, **_THESIS_OPT,
         sim_steps=1000, sim_seeds=20, mc_count=20_000, **_MC, judge_source=False, workers=2,
+        **_E13, e13_seeds=8,
     ),
     # The thesis's setting; 3 seeds (the thesis shows one run) so that its comparisons have
     # an interval.
@@ -169,6 +215,7 @@ PROFILES = {
         augment=True, model="resnet20", width=1.0, batch_size=1024, epochs=200,
         milestones=(100, 150), lr_decay=0.1, window=250, seeds=3, **_THESIS_OPT,
         sim_steps=1000, sim_seeds=20, mc_count=100_000, **_MC, judge_source=True, workers=1,
+        **_E13, e13_seeds=16,
     ),
 }
 
@@ -344,3 +391,11 @@ def versus_source(values, source: float, *, judge: bool) -> str:
         text += (f"; the source's number is {'inside' if inside else 'outside'} our 95% "
                  f"interval [{ev.low:.3f}, {ev.high:.3f}]")
     return text
+
+
+# ------------------------------------------------------------------ seed 003, E13
+def e13_fit_batches(s: Settings) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The smallest and the largest ``min(E13_FIT, len // 2)`` batch sizes of ``e13_batches``:
+    where E13's two log-log slopes (linear regime, plateau) are fitted; never overlapping."""
+    k = min(E13_FIT, len(s.e13_batches) // 2)
+    return s.e13_batches[:k], s.e13_batches[-k:]

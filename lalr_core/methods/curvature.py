@@ -54,6 +54,8 @@ from scipy.sparse.linalg import eigsh
 from torch import nn
 from torch.func import functional_call
 
+from lalr_core.core.validation import check_int
+
 # curvlinops imports gpytorch's linear_operator, whose @torch.jit.script emits a FutureWarning
 # on torch >= 2.10; it is not ours to fix. (The first forward-mode product in a process emits the
 # same warning from torch's own jvp decompositions.)
@@ -79,12 +81,6 @@ Operator = PyTorchLinearOperator | torch.Tensor
 
 
 # ----------------------------------------------------------------------------- validation
-def _check_int(x, name: str, low: int) -> int:
-    if isinstance(x, bool) or not isinstance(x, (int, np.integer)) or x < low:
-        raise ValueError(f"{name} must be an integer >= {low}, got {x!r}")
-    return int(x)
-
-
 def _check_positive(x, name: str, *, allow_zero: bool = False) -> float:
     if (isinstance(x, bool) or np.ndim(x) != 0 or not np.isfinite(x) or x < 0
             or (x == 0 and not allow_zero)):
@@ -199,7 +195,7 @@ def curvature_operator(model: nn.Module, loss_fn: nn.Module, data, kind: str = "
         raise ValueError(f"kind 'ef' supports {[c.__name__ for c in _EF_LOSSES]}, got "
                          f"{type(loss_fn).__name__}")
     if num_data is not None:
-        num_data = _check_int(num_data, "num_data", 1)
+        num_data = check_int(num_data, "num_data", 1)
     batches = _Batches(data, params[0].dtype)
     return _OPERATORS[kind](_EvalMode(model), loss_fn, params, batches,
                             check_deterministic=check_deterministic, num_data=num_data)
@@ -397,8 +393,8 @@ def trace_estimate(A: Operator, num_matvecs: int = 100, *, batch: int = 10,
     """
     op = CountingOperator(A)
     n = op.shape[0]
-    num_matvecs = _check_int(num_matvecs, "num_matvecs", 2)
-    batch = _check_int(batch, "batch", 1)
+    num_matvecs = check_int(num_matvecs, "num_matvecs", 2)
+    batch = check_int(batch, "batch", 1)
     if batch >= n:
         raise ValueError(f"batch must be < the operator size {n}, got {batch}")
     if num_matvecs % batch or num_matvecs // batch < 2:
@@ -449,11 +445,11 @@ def spectral_density(A: Operator, *, ncv: int = 64, num_points: int = 1024,
     """
     op = CountingOperator(A)
     n = op.shape[0]
-    ncv = _check_int(ncv, "ncv", 2)
+    ncv = check_int(ncv, "ncv", 2)
     if ncv > n:
         raise ValueError(f"ncv must be <= the operator size {n}, got {ncv}")
-    num_points = _check_int(num_points, "num_points", 2)
-    num_repeats = _check_int(num_repeats, "num_repeats", 1)
+    num_points = check_int(num_points, "num_points", 2)
+    num_repeats = check_int(num_repeats, "num_repeats", 1)
     if _check_positive(kappa, "kappa") <= 1:
         raise ValueError(f"kappa must be > 1, got {kappa!r}")
     margin = _check_positive(margin, "margin", allow_zero=True)

@@ -174,9 +174,9 @@ def inject_lora(model: nn.Module, targets: str | Sequence[str], rank: int = DEFA
 
     Only exact ``nn.Linear`` / ``nn.Conv2d`` modules are adapted, not subclasses: e.g.
     ``nn.MultiheadAttention.out_proj`` is a Linear subclass whose weight the attention reads
-    directly, never calling its forward, so an adapter there would silently do nothing. After the call the trainable parameters are every adapter's
-    ``lora_A`` / ``lora_B`` and the parameters named by ``train``; all others have
-    ``requires_grad=False``.
+    directly, never calling its forward, so an adapter there would silently do nothing. After
+    the call the trainable parameters are every adapter's ``lora_A`` / ``lora_B`` and the
+    parameters named by ``train``; all others have ``requires_grad=False``.
 
     Args:
         model: changed in place.

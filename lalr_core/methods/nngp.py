@@ -3,8 +3,9 @@ r"""The NNGP kernel recursion and the mean-field q-/c-maps of random deep nets (
 Experiment E16 (digest ``spec/seed003_advanced_topics.md``, sec. 1.2 "GP link" remark, N3):
 an infinitely wide fully connected net at initialisation is a Gaussian process whose kernel
 obeys the same recursion as the c-map (Lee et al. 2018, arXiv 1711.00165; Poole et al.
-2016, arXiv 1606.05340). Chapter 07 (signal propagation, E1/E2) reuses the
-maps `qmap`, `cmap`, `chi1` and `q_fixed_point` below.
+2016, arXiv 1606.05340). Chapter 07 (signal propagation, E1-E6) reuses the
+maps `qmap`, `cmap`, `chi1`, `derivative_moment` and `q_fixed_point` below through
+`lalr_core.methods.mean_field` (phase diagram, depth scales, Jacobian moments).
 
 The random net (the seed's, with A1's ``1/N`` scaling) and the conventions used throughout::
 
@@ -53,6 +54,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special
 
+from lalr_core.core.validation import check_int, check_nonnegative
+
 # ----------------------------------------------------------------------------- constants
 QUAD_NODES = 101           # Gauss-Hermite nodes per dimension (the digest's E1 uses 101)
 _CHUNK = 1 << 21           # max (pairs x nodes^2) quadrature evaluations held at once (16 MB)
@@ -77,20 +80,6 @@ _CLOSED = ("relu", "erf", "linear")
 
 
 # ----------------------------------------------------------------------------- validation
-def _scalar(x, name: str, *, positive: bool = False) -> float:
-    if isinstance(x, bool) or np.ndim(x) != 0 or not np.isfinite(x):
-        raise ValueError(f"{name} must be a finite scalar, got {x!r}")
-    if x < 0 or (positive and x == 0):
-        raise ValueError(f"{name} must be {'> 0' if positive else '>= 0'}, got {x!r}")
-    return float(x)
-
-
-def _int(x, name: str, low: int) -> int:
-    if isinstance(x, bool) or not isinstance(x, (int, np.integer)) or x < low:
-        raise ValueError(f"{name} must be an integer >= {low}, got {x!r}")
-    return int(x)
-
-
 def _activation(activation) -> Activation:
     if callable(activation):
         return activation
@@ -113,7 +102,7 @@ def _inputs(X) -> np.ndarray:
 
 
 def _variances(sigma_w2, sigma_b2) -> tuple[float, float]:
-    return _scalar(sigma_w2, "sigma_w2"), _scalar(sigma_b2, "sigma_b2")
+    return check_nonnegative(sigma_w2, "sigma_w2"), check_nonnegative(sigma_b2, "sigma_b2")
 
 
 def _nonneg_array(q, name: str) -> np.ndarray:
@@ -186,7 +175,7 @@ def gaussian_product_expectation(q1, q2, q12, activation: Activation = "relu", *
         ValueError: unknown activation, negative or non-finite variances, ``nodes < 2``.
     """
     act = _activation(activation)
-    nodes = _int(nodes, "nodes", 2)
+    nodes = check_int(nodes, "nodes", 2)
     q1, q2 = _nonneg_array(q1, "q1"), _nonneg_array(q2, "q2")
     q12 = np.asarray(q12, dtype=np.float64)
     if not np.all(np.isfinite(q12)):
@@ -249,7 +238,7 @@ def qmap(q, activation: Activation, sigma_w2: float, sigma_b2: float, *,
     """
     act = _activation(activation)
     sw, sb = _variances(sigma_w2, sigma_b2)
-    nodes = _int(nodes, "nodes", 2)
+    nodes = check_int(nodes, "nodes", 2)
     q = _nonneg_array(q, "q")
     if closed_form and act in _CLOSED:
         return covariance_map(q, q, q, act, sw, sb)
@@ -291,6 +280,49 @@ def cmap(c, q, activation: Activation, sigma_w2: float, sigma_b2: float, *,
     return q12 / q_next
 
 
+def derivative_moment(q, activation: Activation, k: int = 1, *,
+                      derivative: Callable[[np.ndarray], np.ndarray] | None = None,
+                      nodes: int = QUAD_NODES) -> np.ndarray:
+    """``mu_k(q) = int Dz phi'(sqrt(q) z)^(2k)``, the moments of the squared slope ``D^2``.
+
+    ``mu_1`` gives ``chi_1 = sigma_w2 mu_1`` (`chi1`); ``mu_2 / mu_1^2`` sets the spread of the
+    input-output Jacobian's spectrum (Pennington et al. 2017, arXiv 1711.04735, and 2018).
+    Closed forms: ReLU ``1/2`` (its step squared is itself, for any ``k``), erf
+    ``(4/pi)^k / sqrt(1 + 4 k q)``, linear ``1``; tanh and callables by 1-D Gauss-Hermite.
+
+    Args:
+        q: pre-activation variance(s) >= 0 (any shape).
+        activation: a name, or a callable together with ``derivative``.
+        k: the moment's order, >= 1.
+        derivative: ``phi'`` for a callable activation (ignored for a name).
+        nodes: Gauss-Hermite nodes.
+
+    Returns:
+        float64 of ``q``'s shape.
+
+    Raises:
+        ValueError: a callable activation without ``derivative``, bad ``q``, ``k`` or ``nodes``.
+    """
+    act = _activation(activation)
+    k = check_int(k, "k", 1)
+    nodes = check_int(nodes, "nodes", 2)
+    q = _nonneg_array(q, "q")
+    if act == "relu":
+        return np.full(q.shape, 0.5)
+    if act == "erf":
+        return (4 / np.pi) ** k / np.sqrt(1 + 4 * k * q)
+    if act == "linear":
+        return np.ones(q.shape)
+    if callable(act):
+        if derivative is None:
+            raise ValueError("a callable activation needs derivative=phi' for its slope moments")
+        dphi = derivative
+    else:
+        dphi = _DPHI[act]
+    z, w = _gh(nodes)
+    return np.square(dphi(np.sqrt(q)[..., None] * z)) ** k @ w
+
+
 def chi1(q, activation: Activation, sigma_w2: float, *,
          derivative: Callable[[np.ndarray], np.ndarray] | None = None,
          nodes: int = QUAD_NODES) -> np.ndarray:
@@ -298,8 +330,8 @@ def chi1(q, activation: Activation, sigma_w2: float, *,
 
     Poole et al. 2016 (the digest's [cited] closed form; the seed stops at "..."). At
     ``q = q*`` it is ``d c^(l+1) / d c^l`` at ``c = 1``: ``< 1`` ordered, ``> 1`` chaotic.
-    Closed forms: ReLU ``sigma_w2 / 2``, erf ``sigma_w2 (4/pi) / sqrt(1 + 4q)``, linear
-    ``sigma_w2``; tanh and callables by 1-D Gauss-Hermite.
+    It is ``sigma_w2`` times `derivative_moment` with ``k = 1`` (its closed forms: ReLU
+    ``sigma_w2 / 2``, erf ``sigma_w2 (4/pi) / sqrt(1 + 4q)``, linear ``sigma_w2``).
 
     Args:
         q: pre-activation variance(s) >= 0.
@@ -314,24 +346,8 @@ def chi1(q, activation: Activation, sigma_w2: float, *,
     Raises:
         ValueError: a callable activation without ``derivative``, or bad ``q``/``sigma_w2``.
     """
-    act = _activation(activation)
-    sw = _scalar(sigma_w2, "sigma_w2")
-    nodes = _int(nodes, "nodes", 2)
-    q = _nonneg_array(q, "q")
-    if act == "relu":
-        return np.full(q.shape, sw / 2)
-    if act == "erf":
-        return sw * 4 / np.pi / np.sqrt(1 + 4 * q)
-    if act == "linear":
-        return np.full(q.shape, sw)
-    if callable(act):
-        if derivative is None:
-            raise ValueError("a callable activation needs derivative=phi' for chi1")
-        dphi = derivative
-    else:
-        dphi = _DPHI[act]
-    z, w = _gh(nodes)
-    return sw * (np.square(dphi(np.sqrt(q)[..., None] * z)) @ w)
+    sw = check_nonnegative(sigma_w2, "sigma_w2")
+    return sw * derivative_moment(q, activation, 1, derivative=derivative, nodes=nodes)
 
 
 def q_fixed_point(activation: Activation, sigma_w2: float, sigma_b2: float, *, q0: float = 1.0,
@@ -355,9 +371,9 @@ def q_fixed_point(activation: Activation, sigma_w2: float, sigma_b2: float, *, q
         on the critical line, where it is algebraic, or ReLU with ``sigma_w2 >= 2``, where the
         length grows or stays put for any ``q0``).
     """
-    q = _scalar(q0, "q0", positive=True)
-    tol = _scalar(tol, "tol", positive=True)
-    max_iter = _int(max_iter, "max_iter", 1)
+    q = check_nonnegative(q0, "q0", positive=True)
+    tol = check_nonnegative(tol, "tol", positive=True)
+    max_iter = check_int(max_iter, "max_iter", 1)
     for _ in range(max_iter):
         q_next = float(qmap(q, activation, sigma_w2, sigma_b2, nodes=nodes))
         if not np.isfinite(q_next):
@@ -404,10 +420,10 @@ def nngp_kernel(X, depth: int, activation: Activation, sigma_w2: float, sigma_b2
             ``nodes`` (all before any compute).
     """
     X = _inputs(X)
-    depth = _int(depth, "depth", 1)
+    depth = check_int(depth, "depth", 1)
     act = _activation(activation)
     sw, sb = _variances(sigma_w2, sigma_b2)
-    nodes = _int(nodes, "nodes", 2)
+    nodes = check_int(nodes, "nodes", 2)
     K = [input_kernel(X, sw, sb)]
     iu = np.triu_indices(X.shape[0])
     for _ in range(depth):
@@ -516,15 +532,15 @@ def empirical_nngp_kernel(X, depth: int, activation: Activation, sigma_w2: float
             ``seed`` or ``sampler`` (all before any compute).
     """
     X = _inputs(X)
-    depth = _int(depth, "depth", 1)
+    depth = check_int(depth, "depth", 1)
     phi = _phi(_activation(activation))
     sw, sb = _variances(sigma_w2, sigma_b2)
-    width = _int(width, "width", 1)
-    seeds = _int(seeds, "seeds", 1)
+    width = check_int(width, "width", 1)
+    seeds = check_int(seeds, "seeds", 1)
     if sampler not in SAMPLERS:
         raise ValueError(f"sampler must be one of {SAMPLERS}, got {sampler!r}")
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(
-        _int(seed, "seed (an int >= 0 or a numpy Generator)", 0))
+        check_int(seed, "seed (an int >= 0 or a numpy Generator)", 0))
     K0 = input_kernel(X, sw, sb)
     n = X.shape[0]
     out = np.empty((seeds, depth + 1, n, n))

@@ -13,8 +13,9 @@ ridge regression with the empirical NTK ``K = J J^T`` at ``theta0``. This module
 
   - ``"jacobian"`` (default, the simplest): ``vmap(jacrev)`` per chunk of samples, then one
     matrix product. Cost: ``n * C`` per-sample backward passes and ``C`` products
-    ``(n x P) (P x n)`` (one ``(nC) x P x (nC)`` product for ``blocks=True``). Memory: the Jacobian, ``n * C * P`` numbers, plus the transform's intermediates
-    for ``chunk`` samples. The fast choice whenever ``J`` fits.
+    ``(n x P) (P x n)`` (one ``(nC) x P x (nC)`` product for ``blocks=True``). Memory: the
+    Jacobian, ``n * C * P`` numbers, plus the transform's intermediates for ``chunk``
+    samples. The fast choice whenever ``J`` fits.
   - ``"ntvp"``: NTK-vector products, ``jvp`` of ``vjp`` against unit output vectors, one
     ``chunk x chunk`` block at a time (upper triangle, then mirrored). Memory does not grow
     with ``n``: a chunk's ``chunk * C`` parameter-sized cotangents and a forward-mode pass of

@@ -772,6 +772,150 @@ if not na_checks("fig3.18", ["sgdm"], SHAPE):
                    f"gamma = 0 objectives (seed means): RW {obj0['rw0']:.3g}, AR {obj0['ar0']:.3g}")
 
 # %% [markdown]
+# ## Seed 003 · E13: batch size vs learning rate
+#
+# A second source, seed 003 (lecture notes after Grosse's CSC2541, sec. 3.5 "Batch size";
+# `../shared/seeds/003_2beca643739dbeb3.txt`), tabulates small against large batches: a large
+# batch has a less noisy gradient and needs fewer weight updates, but the benefit "plateau[s] for
+# large enough batch size (called **maximal data parallelism**)" (Shallue et al. 2018,
+# arXiv:1811.03600), and for Adam/RMSprop "larger batch sizes increase the effective learning
+# rate". The notes have no experiment; the seed's digest (experiment E13) asks for one on a
+# small MLP, with this chapter's directedness ψ = D_t/D_s of every run: less gradient noise
+# should give a straighter path.
+#
+# **Setting** (`lalr_core.methods.batch_scaling`). A teacher MLP (8 inputs, 16 tanh units)
+# labels Gaussian inputs, plus label noise (`e13_noise`, in the targets' units); a student of the
+# same architecture (so the teacher is exactly learnable) sees a fresh batch every step. For
+# every batch size B (`e13_batches`) and SGD lr (`e13_lrs`, a factor 2 apart) we count the
+# steps until the relative excess error on held-out clean targets, mean (f − f*)² / var f*,
+# reaches `e13_target`, and keep each seed's fastest lr (Shallue's steps-to-target and
+# optimal lr). ψ is measured on the path up to that step (`trajectory.PathMetrics`, one segment
+# per run). Adam (lr `e13_adam_lr`, torch's betas) then runs `e13_adam_steps` steps at every B,
+# and we record the mean over steps and coordinates of |Δθ|/η (1 at Adam's first step,
+# whatever B).
+#
+# **Checks** (the digest's: "steps ∝ 1/B at small B, then plateau; ψ rises with B"; intervals
+# over seeds). (1) The log-log slope of steps-to-target on the three smallest B lies within ±0.3
+# of −1 (perfect scaling). (2) On the three largest B it is above −0.5 (doubling B saves less
+# than 30% of the steps). (3) Adam's mean |Δθ|/η is larger at the largest B than at the
+# smallest, paired by seed (the notes' footnote \*\*). (4) ψ at the target, each seed's fastest
+# run, is larger at the largest B than at the smallest, paired by seed.
+#
+# **Erratum.** The notes' next bullet, "larger batch sizes result in more gradient noise, and
+# hence smaller steps", has the noise inverted (digest): it is the *small* batch whose noisier
+# gradient inflates Adam's $\sqrt{\hat v}$ and shrinks its steps, which is what check (3) tests.
+
+# %%
+import dataclasses
+
+from lalr_core.methods import batch_scaling as bsc
+
+T13 = time.perf_counter()
+_threads13 = torch.get_num_threads()
+torch.set_num_threads(1)   # tiny models: one thread is faster on a busy 2-core machine
+task13 = bsc.Task(noise=S.e13_noise)
+seeds13 = list(range(S.e13_seeds))
+sgd13 = bsc.sweep(task13, S.e13_batches, S.e13_lrs, seeds13, steps=S.e13_steps,
+                  target=S.e13_target)
+best13 = bsc.best_lr(sgd13)                      # each (batch, seed)'s fastest lr
+adam13 = bsc.sweep(task13, S.e13_batches, [S.e13_adam_lr], seeds13, steps=S.e13_adam_steps,
+                   optimizer="adam", target=None)
+torch.set_num_threads(_threads13)
+time13 = time.perf_counter() - T13
+small13, large13 = ch4.e13_fit_batches(S)
+slope_small = bsc.slopes_per_seed(best13, small13)
+slope_large = bsc.slopes_per_seed(best13, large13)
+print(f"E13: {len(sgd13)} SGD and {len(adam13)} Adam runs in {time13:.1f} s")
+
+# %%
+B13 = np.array(S.e13_batches)
+
+
+def by_batch(table, column):
+    """``[batches, seeds]`` of ``column`` (rows: ``S.e13_batches``, columns: ``seeds13``)."""
+    return table.pivot(index="batch", columns="seed", values=column).loc[B13].to_numpy()
+
+
+def seed_lines(ax, values, label, color="k"):
+    """Thin lines per seed and the median over seeds (thick, markers)."""
+    ax.plot(B13, values, color=color, lw=0.6, alpha=0.35)
+    ax.plot(B13, np.nanmedian(values, axis=1), "o-", color=color, lw=2, label=label)
+
+
+steps13, lr13, psi13 = (by_batch(best13, c) for c in ("steps_to_target", "lr", "psi_at_target"))
+ratio13 = by_batch(adam13, "step_over_lr")
+fig, ax = plt.subplots(2, 2, figsize=(11, 8.5))
+seed_lines(ax[0, 0], steps13, "best lr (median over seeds)")
+ref = np.nanmedian(steps13[0]) * B13[0] / B13
+ax[0, 0].plot(B13, ref, "k:", lw=1, label="∝ 1/B")
+ax[0, 0].set(xscale="log", yscale="log", xlabel="batch size B", ylabel="steps to target",
+             title=f"SGD: steps to relative error {S.e13_target:g}")
+seed_lines(ax[0, 1], lr13, "optimal lr (median over seeds)")
+ax[0, 1].plot(B13, np.nanmedian(lr13[0]) * B13 / B13[0], "k:", lw=1, label="∝ B")
+ax[0, 1].axhline(max(S.e13_lrs), color="grey", lw=0.6, ls="--", label="largest lr of the grid")
+ax[0, 1].set(xscale="log", yscale="log", xlabel="batch size B", ylabel="lr", ylim=(
+    min(S.e13_lrs) / 1.5, max(S.e13_lrs) * 1.5), title="SGD: optimal lr")
+lr_colors = plt.cm.viridis(np.linspace(0, 0.9, len(S.e13_lrs)))
+for lr, c in zip(S.e13_lrs, lr_colors):
+    one = sgd13[sgd13["lr"] == lr].groupby("batch")["psi_at_target"].median().reindex(B13)
+    if one.notna().any():
+        ax[1, 0].plot(B13, one, ".-", color=c, lw=0.8, label=f"lr {lr:g}")
+seed_lines(ax[1, 0], psi13, "best lr")
+ax[1, 0].set(xscale="log", xlabel="batch size B", ylabel="ψ = D_t / D_s at the target",
+             title="directedness of the path to the target")
+seed_lines(ax[1, 1], ratio13, "Adam (median over seeds)", color="C1")
+ax[1, 1].axhline(1.0, color="grey", lw=0.6, ls="--", label="first step (any B)")
+ax[1, 1].set(xscale="log", xlabel="batch size B", ylabel="mean |Δθ| / η",
+             title=f"Adam lr {S.e13_adam_lr:g}, {S.e13_adam_steps} steps: effective step")
+for a in ax.flat:
+    a.legend(fontsize=7)
+fig.tight_layout()
+out.savefig(fig, "E13", params={**{k: v for k, v in S.as_dict().items() if k.startswith("e13_")},
+                                "task": dataclasses.asdict(task13)},
+            seeds=seeds13, wall_time_s=time13)
+plt.show()
+
+# %%
+NOTES = "seed 003 sec. 3.5 (table, footnotes * and **); digest E13"
+slope_text = {f"B {list(b)}": mean_interval(x).text() for b, x in ((small13, slope_small),
+                                                                  (large13, slope_large))}
+out.check("E13", f"steps-to-target ∝ 1/B at small B: log-log slope on B = {list(small13)} "
+          f"within ±{ch4.E13_LINEAR_TOL} of -1",
+          mean_interval(slope_small + 1, threshold=ch4.E13_LINEAR_TOL, side="within"),
+          ours={"slopes": slope_text, "median steps": dict(zip(B13.tolist(),
+                                                               np.nanmedian(steps13, 1).tolist()))},
+          source="digest E13: steps ∝ 1/B at small B, then plateau",
+          quote="|# weight update required| more | less |",
+          detail=f"judged on slope + 1 (t over seeds); {NOTES}; each seed's fastest lr of the grid")
+out.check("E13", f"then a plateau (maximal data parallelism): slope on B = {list(large13)} "
+          f"above {ch4.E13_PLATEAU}",
+          mean_interval(slope_large, threshold=ch4.E13_PLATEAU, side="greater"),
+          ours={"slopes": slope_text, "median optimal lr": dict(zip(B13.tolist(),
+                                                                    np.nanmedian(lr13, 1).tolist()))},
+          source="digest E13: steps ∝ 1/B at small B, then plateau",
+          quote="the benefit of larger batch size to parallelism plateau for large enough batch "
+                "size (called **maximal data parallelism**)",
+          detail=f"doubling B saves < 30% of the steps; {NOTES}")
+out.check("E13", f"Adam's effective step grows with B: mean |Δθ|/η at B = {B13[-1]} above "
+          f"B = {B13[0]}", paired_difference(ratio13[-1], ratio13[0], side="greater"),
+          ours={int(b): round(float(np.nanmean(r)), 3) for b, r in zip(B13, ratio13)},
+          source="effective learning rate**: small batch small, large batch large",
+          quote="larger batch sizes increase the effective learning rate (batch empirical FIM "
+                "inversely proportional batch size)",
+          detail=f"paired by seed; lr {S.e13_adam_lr:g}, betas (0.9, 0.999), mean over "
+                 f"{S.e13_adam_steps} steps and all coordinates; {NOTES}")
+out.check("E13", f"ψ rises with B: ψ at the target (fastest lr) at B = {B13[-1]} above "
+          f"B = {B13[0]}", paired_difference(psi13[-1], psi13[0], side="greater"),
+          ours={int(b): round(float(np.nanmedian(p)), 3) for b, p in zip(B13, psi13)},
+          source="digest E13: ψ rises with B",
+          quote="|gradient| noisy | less noisy |",
+          detail=f"paired by seed; ψ = D_t/D_s of the path from θ₀ to the target (eqs. 3.1-3.2); "
+                 f"{NOTES}")
+pd.DataFrame({"steps (median)": np.nanmedian(steps13, 1), "optimal lr (median)":
+              np.nanmedian(lr13, 1), "ψ at target (median)": np.nanmedian(psi13, 1),
+              "Adam |Δθ|/η (mean)": np.nanmean(ratio13, 1)}, index=pd.Index(B13, name="B"))
+
+# %% [markdown]
 # ## Summary
 #
 # The checks recorded by this notebook (also in `figures/<profile>/REPORT.md`). A FAIL is a

@@ -1,0 +1,51 @@
+"""Trainability grid of deep random tanh networks (oracles: the init's variances, a linear
+problem a shallow net learns, seeded reproducibility)."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from lalr_core.methods import trainability as tr
+
+
+def _blobs(n=200, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    y = torch.randint(0, 2, (n,), generator=g)
+    X = torch.randn(n, 5, generator=g) + 3.0 * (2 * y[:, None] - 1)   # separable
+    return X, y
+
+
+def test_initial_variances_are_the_mean_field_convention():
+    g = torch.Generator().manual_seed(0)
+    layers = tr.random_tanh_net(400, 3, 400, 3, sigma_w2=2.0, sigma_b2=0.5, generator=g)
+    W, b = layers[1]
+    assert W.var().item() == pytest.approx(2.0 / 400, rel=0.02)
+    assert b.var().item() == pytest.approx(0.5, rel=0.2)
+    assert len(layers) == 4 and layers[-1][0].shape == (3, 400)
+
+
+def test_a_shallow_net_learns_separable_blobs_and_runs_reproduce():
+    X, y = _blobs()
+    grid = tr.trainability_grid(X, y, [1.0, 1.76], [1, 2], width=32, steps=60, lr=0.05)
+    assert grid.shape == (2, 2) and np.all(grid > 0.9)
+    again = tr.trainability_grid(X, y, [1.0, 1.76], [1, 2], width=32, steps=60, lr=0.05)
+    np.testing.assert_array_equal(grid, again)
+
+
+def test_a_deep_ordered_net_forgets_its_input():
+    # deep in the ordered phase (sigma_w^2 = 0.5): every input maps to nearly the same output,
+    # so a few steps leave the accuracy near the majority class
+    X, y = _blobs()
+    deep = tr.trainability_grid(X, y, [0.5], [60], width=32, steps=30, lr=0.05)[0, 0]
+    assert deep < 0.75 or math.isnan(deep)
+
+
+@pytest.mark.parametrize("kw", [{"sigma_w2s": []}, {"depths": [0]}, {"depths": [2.5]},
+                                {"lr": 0.0}, {"sigma_b2": -1.0}, {"steps": 0}])
+def test_bad_input_is_refused(kw):
+    X, y = _blobs(20)
+    args = {"sigma_w2s": [1.0], "depths": [1], **kw}
+    with pytest.raises(ValueError):
+        tr.trainability_grid(X, y, args.pop("sigma_w2s"), args.pop("depths"), **args)

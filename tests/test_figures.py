@@ -265,7 +265,7 @@ def test_report_cli(tmp_path):
 def test_repo_inventory_is_well_formed():
     rows = report.read_inventory(report.default_inventory())
     ids = [r["item_id"] for r in rows if r["chapter"] == CHAPTER]
-    assert len(ids) == 21 and {"fig1.2", "fig3.7A", "figA.1B"} <= set(ids)
+    assert len(ids) == 22 and {"fig1.2", "fig3.7A", "figA.1B", "E13"} <= set(ids)
     assert all(r["source_claim"] and r["caption"] for r in rows)
 
 

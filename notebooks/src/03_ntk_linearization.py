@@ -606,6 +606,19 @@ else:
     print("nlp_model is empty at this profile: the source's setting is not run")
 
 # %% [markdown]
+# ## The theorems' verdicts in one table
+#
+# One row per check of a claim item (Theorems 1–7, kernel ridge, layer selection), the table
+# REPORT.md links those items to.
+
+# %%
+CLAIM_ITEMS = ("Th1", "Th2", "Th3-4", "Th5", "Th6", "Th7", "Sel", "KRR")
+VERD = pd.DataFrame([{"item": r["item_id"], "claim": r["claim"], "verdict": r["verdict"],
+                      "ours": str(r.get("ours"))} for r in out.checks() if r["item_id"] in CLAIM_ITEMS])
+out.save_table(VERD, "verdicts", params=S.as_dict(), note="one row per check of a claim item")
+VERD
+
+# %% [markdown]
 # ## Not in this notebook
 #
 # IMDb and Yelp (the source's other two datasets) have no synthetic analogue here beyond LONG

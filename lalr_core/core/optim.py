@@ -4,6 +4,7 @@
 groups, the run's common hyper-parameters and the optimiser's own extra settings (e.g. LARS's
 trust coefficient). The core registers sgd, sgdm, adam and adamw, which take no extra settings;
 a method registers its own (e.g. LARS) with ``@OPTIMIZERS.register(name)``.
+A method's ``wrap_optimizer`` may return an `OptimizerWrapper` around the optimiser.
 """
 
 from __future__ import annotations
@@ -11,6 +12,25 @@ from __future__ import annotations
 import torch
 
 from lalr_core.core.config import OPTIMIZERS, RunConfig
+
+
+class OptimizerWrapper:
+    """Base of a method's optimiser wrapper: the loop's optimiser contract (``param_groups``,
+    ``state``, ``zero_grad``) delegated to the wrapped ``self.optimizer``, which the subclass
+    sets; it adds ``step`` (and its own ``state_dict`` / ``load_state_dict``)."""
+
+    optimizer: torch.optim.Optimizer
+
+    @property
+    def param_groups(self):
+        return self.optimizer.param_groups
+
+    @property
+    def state(self):
+        return self.optimizer.state
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        self.optimizer.zero_grad(set_to_none=set_to_none)
 
 
 def _no_extra(name: str, extra: dict) -> None:

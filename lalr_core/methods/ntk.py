@@ -47,24 +47,18 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Literal
 
-import numpy as np
 import torch
 from torch import nn
 from torch.func import functional_call, jacrev, jvp, vmap
 
+from lalr_core.core.validation import check_int
 from lalr_core.methods.model_transforms import MODEL_TRANSFORMS
 
 ParamSelection = Iterable[str] | Callable[[str], bool] | None
 NTK_METHODS = ("jacobian", "ntvp")
 
 
-# ----------------------------------------------------------------------------- validation
-def _check_chunk(chunk) -> int:
-    if isinstance(chunk, bool) or not isinstance(chunk, (int, np.integer)) or chunk < 1:
-        raise ValueError(f"chunk must be an integer >= 1, got {chunk!r}")
-    return int(chunk)
-
-
+# ----------------------------------------------------------------------------- functional model
 def select_params(model: nn.Module, params: ParamSelection = None) -> list[str]:
     """Names of the parameters that span the kernel, in ``model.named_parameters()`` order.
 
@@ -178,7 +172,7 @@ def _jacobian_chunks(f, params: dict, X: torch.Tensor, chunk: int) -> Iterator[t
 
 
 def _setup(model, inputs, params, output, chunk, dtype):
-    chunk = _check_chunk(chunk)
+    chunk = check_int(chunk, "chunk")
     names = select_params(model, params)
     if dtype is not None and not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
         raise ValueError(f"dtype must be a floating torch dtype or None, got {dtype!r}")

@@ -17,18 +17,12 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from lalr_core.core.validation import check_nonnegative
+
 PSD_RTOL = 1e-6       # negative eigenvalues allowed in a "PSD" kernel, relative to the largest
 
 
 # ----------------------------------------------------------------------------- validation
-def _check_scalar(x, name: str, *, allow_zero: bool = True) -> float:
-    if (isinstance(x, bool) or np.ndim(x) != 0 or not np.isfinite(x) or x < 0
-            or (x == 0 and not allow_zero)):
-        raise ValueError(f"{name} must be a finite {'non-negative' if allow_zero else 'positive'}"
-                         f" scalar, got {x!r}")
-    return float(x)
-
-
 def _as_matrix(K, name: str = "K") -> torch.Tensor:
     """``K`` as a float64 symmetric PSD matrix (symmetrised), or a ValueError naming the flaw."""
     K = torch.as_tensor(K)
@@ -111,7 +105,7 @@ def kernel_ridge(K, y_tilde, sigma: float) -> KernelRidge:
             targets, a negative ``sigma``, or a singular ``K + sigma I``.
     """
     K = _as_matrix(K)
-    sigma = _check_scalar(sigma, "sigma")
+    sigma = check_nonnegative(sigma, "sigma")
     y = _as_targets(y_tilde, K.shape[0], K.device)
     lam, U = torch.linalg.eigh(K)
     shifted = lam + sigma
@@ -139,7 +133,7 @@ def regularised_condition_number(K, sigma: float) -> float:
         ValueError: for a bad ``K`` or ``sigma``, or ``lambda_min + sigma <= 0``.
     """
     K = _as_matrix(K)
-    sigma = _check_scalar(sigma, "sigma")
+    sigma = check_nonnegative(sigma, "sigma")
     lam = torch.linalg.eigvalsh(K)
     low = float(lam[0]) + sigma
     if low <= 0:
@@ -158,7 +152,7 @@ def risk_bounds(K, y_tilde, sigma: float) -> tuple[float, float]:
         ``(lower, upper)``.
     """
     K = _as_matrix(K)
-    sigma = _check_scalar(sigma, "sigma")
+    sigma = check_nonnegative(sigma, "sigma")
     y = _as_targets(y_tilde, K.shape[0], K.device)
     lam = torch.linalg.eigvalsh(K)
     n, norm = K.shape[0], float(y.norm())
@@ -197,7 +191,7 @@ def eta(K, S, *, jitter: float = 1e-10) -> float:
         ``eta >= 0``; large where ``S`` reaches directions ``K`` barely spans.
     """
     K, S = _check_pair(K, S)
-    root, _ = _inverse_sqrt(K, _check_scalar(jitter, "jitter"))
+    root, _ = _inverse_sqrt(K, check_nonnegative(jitter, "jitter"))
     M = root @ S @ root
     return float(torch.linalg.eigvalsh((M + M.T) / 2).abs().max())
 
@@ -230,12 +224,12 @@ def eigenvalue_sandwich(K, S, *, jitter: float = 1e-10, rtol: float = 1e-8) -> S
     The lower side is trivial for PSD ``S``; the upper follows from ``K + S <= (1 + eta) K``.
     """
     K, S = _check_pair(K, S)
-    root, eps = _inverse_sqrt(K, _check_scalar(jitter, "jitter"))
+    root, eps = _inverse_sqrt(K, check_nonnegative(jitter, "jitter"))
     M = root @ S @ root
     e = float(torch.linalg.eigvalsh((M + M.T) / 2).abs().max())
     eig_K, eig_KS = torch.linalg.eigvalsh(K), torch.linalg.eigvalsh(K + S)
     lower, upper = (1 - e) * eig_K, (1 + e) * eig_K
-    tol = _check_scalar(rtol, "rtol") * float(eig_KS.abs().max()) + (1 + e) * eps
+    tol = check_nonnegative(rtol, "rtol") * float(eig_KS.abs().max()) + (1 + e) * eps
     holds = bool(((lower <= eig_KS + tol) & (eig_KS <= upper + tol)).all())
     return Sandwich(eta=e, eig_K=eig_K, eig_KS=eig_KS, lower=lower, upper=upper, holds=holds,
                     tol=tol)
@@ -284,9 +278,9 @@ def risk_ratio_bounds(K, S, y_tilde, sigma: float, *, c: float | None = None,
         ValueError: for bad matrices, ``sigma <= 0`` or ``c < kappa(K + sigma I)``.
     """
     K, S = _check_pair(K, S)
-    sigma = _check_scalar(sigma, "sigma", allow_zero=False)
+    sigma = check_nonnegative(sigma, "sigma", positive=True)
     kappa = regularised_condition_number(K, sigma)
-    c = kappa if c is None else _check_scalar(c, "c")
+    c = kappa if c is None else check_nonnegative(c, "c")
     if c < kappa * (1 - 1e-12):
         raise ValueError(f"c must bound kappa(K + sigma I) = {kappa:.6g}, got {c}")
     ratio = math.sqrt(krr_risk(K + S, y_tilde, sigma) / krr_risk(K, y_tilde, sigma))
@@ -324,8 +318,8 @@ def rank_layer_candidates(K, candidates: Mapping[str, object], sigma: float, *,
     """
     if not isinstance(candidates, Mapping) or not candidates:
         raise ValueError("candidates must be a non-empty mapping name -> kernel S")
-    sigma = _check_scalar(sigma, "sigma", allow_zero=False)
-    eta_small = _check_scalar(eta_small, "eta_small")
+    sigma = check_nonnegative(sigma, "sigma", positive=True)
+    eta_small = check_nonnegative(eta_small, "eta_small")
     K = _as_matrix(K)
     kappa = regularised_condition_number(K, sigma)
     order = {"worth tuning": 0, "worsens conditioning": 1, "not worth adding": 2}
@@ -367,8 +361,8 @@ def distance_bound(lip_f: float, residual0: float, lam: float, t):
     Returns:
         The bound, a float or an array shaped like ``t``.
     """
-    L, r0 = _check_scalar(lip_f, "lip_f"), _check_scalar(residual0, "residual0")
-    lam, t = _check_scalar(lam, "lam"), _times(t)
+    L, r0 = check_nonnegative(lip_f, "lip_f"), check_nonnegative(residual0, "residual0")
+    lam, t = check_nonnegative(lam, "lam"), _times(t)
     growth = t if lam == 0 else -np.expm1(-lam * t) / lam
     return _out(2 * L * r0 * growth)
 
@@ -386,8 +380,8 @@ def linearisation_bound(lip_f: float, lip_grad_f: float, residual0: float, lam: 
         lam: ``lambda >= 0``.
         t: time(s) ``>= 0``.
     """
-    L, Lg = _check_scalar(lip_f, "lip_f"), _check_scalar(lip_grad_f, "lip_grad_f")
-    r0, lam, t = _check_scalar(residual0, "residual0"), _check_scalar(lam, "lam"), _times(t)
+    L, Lg = check_nonnegative(lip_f, "lip_f"), check_nonnegative(lip_grad_f, "lip_grad_f")
+    r0, lam, t = check_nonnegative(residual0, "residual0"), check_nonnegative(lam, "lam"), _times(t)
     if lam == 0:
         return _out(4 * L ** 2 * Lg * r0 ** 2 * t ** 2)
     x = lam * t
@@ -400,15 +394,15 @@ def linearisation_bound(lip_f: float, lip_grad_f: float, residual0: float, lam: 
 def lambda_threshold(lip_f: float, residual0: float, r: float) -> float:
     """Theorem 4: ``lambda_o = 2 ||f_theta0(x*) - y*|| Lip(f) / r``; for ``lambda >= lambda_o``
     the iterates never leave the ``r``-ball (Theorem 2's limit is ``<= r``)."""
-    r = _check_scalar(r, "r", allow_zero=False)
-    return 2 * _check_scalar(residual0, "residual0") * _check_scalar(lip_f, "lip_f") / r
+    r = check_nonnegative(r, "r", positive=True)
+    return 2 * check_nonnegative(residual0, "residual0") * check_nonnegative(lip_f, "lip_f") / r
 
 
 def exit_time_bound(lam: float, lam_o: float) -> float:
     """Theorem 4: for ``lambda < lambda_o`` the iterates stay in the ball at least until
     ``(1/lambda) ln(1 / (1 - lambda / lambda_o))``; ``inf`` for ``lambda >= lambda_o``;
     ``1 / lambda_o`` for ``lambda = 0`` (the limit, Theorem 2's ``2 Lip(f) r0 t = r``)."""
-    lam, lam_o = _check_scalar(lam, "lam"), _check_scalar(lam_o, "lam_o", allow_zero=False)
+    lam, lam_o = check_nonnegative(lam, "lam"), check_nonnegative(lam_o, "lam_o", positive=True)
     if lam >= lam_o:
         return math.inf
     return 1 / lam_o if lam == 0 else -math.log1p(-lam / lam_o) / lam
@@ -417,6 +411,6 @@ def exit_time_bound(lam: float, lam_o: float) -> float:
 def linearisation_bound_in_ball(lip_f: float, lip_grad_f: float, residual0: float, r: float, t):
     """Theorem 4's simplified bound for ``lambda >= lambda_o``, with ``sqrt(R(theta0))`` = the
     residual norm (digest B-9): ``2 Lip(f) r0 (2 r Lip(grad f) + Lip(f)) t``."""
-    L, Lg = _check_scalar(lip_f, "lip_f"), _check_scalar(lip_grad_f, "lip_grad_f")
-    r0, r, t = _check_scalar(residual0, "residual0"), _check_scalar(r, "r"), _times(t)
+    L, Lg = check_nonnegative(lip_f, "lip_f"), check_nonnegative(lip_grad_f, "lip_grad_f")
+    r0, r, t = check_nonnegative(residual0, "residual0"), check_nonnegative(r, "r"), _times(t)
     return _out(2 * L * r0 * (2 * r * Lg + L) * t)

@@ -51,6 +51,7 @@ from torch import nn
 from lalr_core.core.config import METHODS as RUN_METHODS
 from lalr_core.core.config import OPTIMIZERS, MethodConfig
 from lalr_core.core.layers import weight_layers
+from lalr_core.core.optim import OptimizerWrapper
 
 METHODS = ("svd", "newton_schulz")
 NULL_RULES = ("complete", "drop")  # the null space of a rank-deficient gradient (module docstring)
@@ -289,7 +290,7 @@ def select_params(model: nn.Module, layers: str = "all", prefix: str = "") -> li
 
 
 # ----------------------------------------------------------------------------- the wrapper
-class GradientTransform:
+class GradientTransform(OptimizerWrapper):
     """Wrap a torch optimiser so chosen gradients are transformed before each ``step()``.
 
     Algorithm 6 of seed 004: ``transform="orth"`` replaces each chosen gradient ``g`` by
@@ -340,18 +341,7 @@ class GradientTransform:
             self.groups[(p.shape[0], p[0].numel(), p.dtype, p.device)].append(p)
         self.stats = {"steps": 0, "svd_fallbacks": 0, "skipped_tensors": 0}
 
-    # torch.optim contract, delegated -----------------------------------------------------
-    @property
-    def param_groups(self):
-        return self.optimizer.param_groups
-
-    @property
-    def state(self):
-        return self.optimizer.state
-
-    def zero_grad(self, set_to_none: bool = True) -> None:
-        self.optimizer.zero_grad(set_to_none=set_to_none)
-
+    # torch.optim contract: param_groups, state, zero_grad from OptimizerWrapper -------------
     def state_dict(self) -> dict:
         return {"optimizer": self.optimizer.state_dict(), "stats": dict(self.stats)}
 

@@ -40,6 +40,7 @@ from typing import NamedTuple
 import torch
 
 from lalr_core.core.config import METHODS, MethodConfig
+from lalr_core.core.optim import OptimizerWrapper
 
 __all__ = ["CONDITIONS", "GD_CONDITIONS", "MODES", "ProximalPull", "ProximalPullOptimizer",
            "ProximalStep", "proximal_gd_step", "pull_factor"]
@@ -140,7 +141,7 @@ def proximal_gd_step(params, grads, theta0, lr: float, lam: float, mode: str = "
 
 
 # ----------------------------------------------------------------------------- the wrapper
-class ProximalPullOptimizer:
+class ProximalPullOptimizer(OptimizerWrapper):
     """Wrap a torch optimiser so each ``step()`` is followed by the pull toward ``theta_0``.
 
     ``theta_0`` is the value of every parameter the optimiser holds with ``requires_grad``
@@ -184,22 +185,11 @@ class ProximalPullOptimizer:
         self._steps = 0
         self._pulls = torch.zeros((), dtype=torch.long, device=self.params[0].device)
 
-    # torch.optim contract, delegated -----------------------------------------------------
-    @property
-    def param_groups(self):
-        return self.optimizer.param_groups
-
-    @property
-    def state(self):
-        return self.optimizer.state
-
+    # torch.optim contract: param_groups, state, zero_grad from OptimizerWrapper -------------
     @property
     def stats(self) -> dict:
         return {**dict(getattr(self.optimizer, "stats", {})),
                 "proximal_steps": self._steps, "proximal_pulls": int(self._pulls)}
-
-    def zero_grad(self, set_to_none: bool = True) -> None:
-        self.optimizer.zero_grad(set_to_none=set_to_none)
 
     def state_dict(self) -> dict:
         return {"optimizer": self.optimizer.state_dict(),

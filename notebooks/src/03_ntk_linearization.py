@@ -108,11 +108,9 @@ print(f"{len(cfgs)} fine-tunings; {time.perf_counter() - T0:.0f} s so far")
 # Spearman(λ, KL) < 0; (iii) accuracy at λ = 50 is not above the best λ ≤ 5 (paired by seed).
 
 # %%
-T1 = {k: res[c] for k, c in nt.table_runs(S).items()}
-rows = []
-for (task, lam, seed), r in T1.items():
-    cfg = nt.table_runs(S)[(task, lam, seed)]
-    rows.append({"task": task, "lam": lam, "seed": seed, **ms.table_numbers(cfg, r, DATA[task])})
+T1_CFG = nt.table_runs(S)
+rows = [{"task": task, "lam": lam, "seed": seed, **ms.table_numbers(cfg, res[cfg], DATA[task])}
+        for (task, lam, seed), cfg in T1_CFG.items()]
 TAB = pd.DataFrame(rows)
 source = pd.read_csv(nt.REFERENCE_TABLE)
 QUANT = {"distance": "‖θ_t − θ₀‖₂", "lin_error": "‖f_θt(x*) − f̄_θt(x*)‖₂", "kl": "KL divergence",
@@ -169,7 +167,7 @@ for task, src_name in zip(S.tasks, ("sst2", "cola")):
 LIN = nt.table_runs(S, linearised=True)
 gap_rows = []
 for (task, lam, seed), lcfg in LIN.items():
-    cfg = nt.table_runs(S)[(task, lam, seed)]
+    cfg = T1_CFG[(task, lam, seed)]
     gap_rows.append({"task": task, "lam": lam, "seed": seed,
                      "taylor remainder ‖f_θt − f̄_θt‖": TAB.query("task == @task and lam == @lam "
                                                                  "and seed == @seed")["lin_error"].item(),

@@ -38,9 +38,14 @@ class Problem:
         """``R~(theta) = ||f(theta) - y||^2`` (the sum loss of the theory)."""
         return ((self.f(theta) - self.y) ** 2).sum()
 
-    def grad(self, theta: torch.Tensor) -> torch.Tensor:
+    def loss_and_grad(self, theta: torch.Tensor) -> tuple[float, torch.Tensor]:
+        """``R~(theta)`` and its gradient from one forward and one backward pass."""
         theta = theta.detach().requires_grad_(True)
-        return torch.autograd.grad(self.loss(theta), theta)[0]
+        loss = self.loss(theta)
+        return float(loss.detach()), torch.autograd.grad(loss, theta)[0]
+
+    def grad(self, theta: torch.Tensor) -> torch.Tensor:
+        return self.loss_and_grad(theta)[1]
 
     def jacobian(self, theta: torch.Tensor) -> torch.Tensor:
         """``J(theta)``, (n, P)."""
@@ -106,7 +111,7 @@ def gradient_flow(problem: Problem, lam: float, lr: float, steps: int, *,
         raise ValueError(f"steps and log_every must be >= 1, got {steps}, {log_every}")
     theta, theta0 = problem.theta0.clone(), problem.theta0
     rows, increases = [], 0
-    prev = float(problem.loss(theta))
+    prev, g = problem.loss_and_grad(theta)
 
     def log(step, pulled):
         with torch.no_grad():
@@ -117,7 +122,6 @@ def gradient_flow(problem: Problem, lam: float, lr: float, steps: int, *,
 
     log(0, False)
     for step in range(1, steps + 1):
-        g = problem.grad(theta)
         pulled = False
         if mode == "none":
             theta = theta - lr * g
@@ -125,7 +129,7 @@ def gradient_flow(problem: Problem, lam: float, lr: float, steps: int, *,
             res = proximal_gd_step(theta, g, theta0, lr, lam, mode=mode, condition=condition,
                                    grad_fn=lambda ps: [problem.grad(ps[0])])
             theta, pulled = res.params, bool(res.pulled)
-        loss = float(problem.loss(theta))
+        loss, g = problem.loss_and_grad(theta)     # this step's loss, the next step's gradient
         increases += loss > prev * (1 + rtol)
         prev = loss
         if step % log_every == 0 or step == steps:

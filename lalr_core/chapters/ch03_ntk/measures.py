@@ -43,11 +43,15 @@ def logits(model: nn.Module, inputs: torch.Tensor, batch: int = 500) -> torch.Te
     return torch.cat([model(inputs[i:i + batch]) for i in range(0, len(inputs), batch)])
 
 
-def distance(cfg: RunConfig, result: Mapping) -> float:
-    """``||theta_t - theta_0||_2`` over the run's trainable parameters."""
-    moved, start = dict(final_model(cfg, result).named_parameters()), theta0(cfg)
+def _distance(model: nn.Module, start: Mapping[str, torch.Tensor]) -> float:
+    moved = dict(model.named_parameters())
     return float(torch.sqrt(sum(((moved[n].detach() - t0) ** 2).sum()
                                 for n, t0 in start.items())))
+
+
+def distance(cfg: RunConfig, result: Mapping) -> float:
+    """``||theta_t - theta_0||_2`` over the run's trainable parameters."""
+    return _distance(final_model(cfg, result), theta0(cfg))
 
 
 def table_numbers(cfg: RunConfig, result: Mapping, data) -> dict[str, float]:
@@ -68,7 +72,7 @@ def table_numbers(cfg: RunConfig, result: Mapping, data) -> dict[str, float]:
     f_bar = f_t - ntk.taylor_remainder(model, start, Xv).double()
     kl = F.kl_div(F.log_softmax(f_bar, 1), F.log_softmax(f_t, 1), log_target=True,
                   reduction="batchmean")
-    return {"distance": distance(cfg, result), "lin_error": float(torch.linalg.vector_norm(rem)),
+    return {"distance": _distance(model, start), "lin_error": float(torch.linalg.vector_norm(rem)),
             "lin_error_rms": float(torch.linalg.vector_norm(rem) / np.sqrt(len(X))),
             "kl": float(kl), "accuracy": 100 * float((f_t.argmax(1) == yv).float().mean())}
 

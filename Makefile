@@ -5,11 +5,14 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PROFILE ?= quick
 CHAPTERS ?= all
+DRY_RUN ?=
+EXECUTOR ?=
+COMPILE ?=
 # The environment is rebuilt only when the pins change (the stamp carries their hash).
 PIN_HASH := $(shell cat pyproject.toml | sha256sum | cut -c1-12)
 STAMP := $(VENV)/.env-$(PIN_HASH)
 
-.PHONY: env data figures test lab bench prune clean
+.PHONY: env data figures book test lab bench prune clean
 
 env: $(STAMP)
 
@@ -17,14 +20,18 @@ $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q torch==2.14.1 torchvision==0.29.1
-	$(PY) -m pip install -q -e '.[dev,nlp]'
+	$(PY) -m pip install -q -e '.[dev,nlp,distributed]'
 	@rm -f $(VENV)/.env-* && touch $(STAMP)
 
 data: env
 	$(PY) -m lalr_core.driver --profile $(PROFILE) --chapters $(CHAPTERS) --data-only
 
 figures: env
-	$(PY) -m lalr_core.driver --profile $(PROFILE) --chapters $(CHAPTERS)
+	$(if $(COMPILE),LALR_COMPILE=$(COMPILE)) $(PY) -m lalr_core.driver --profile $(PROFILE) --chapters $(CHAPTERS) \
+		$(if $(EXECUTOR),--executor $(EXECUTOR)) $(if $(filter-out 0,$(DRY_RUN)),--dry-run)
+
+book: env
+	$(PY) -m lalr_core.book --profile $(PROFILE)
 
 test: env
 	$(PY) -m pytest -q tests notebooks --nbval-lax

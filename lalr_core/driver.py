@@ -14,15 +14,20 @@ import json
 import os
 import re
 import sys
+import tempfile
+import threading
 import time
 from pathlib import Path
 
 from lalr_core.core.data import DatasetMissingError, ensure_dataset
 from lalr_core.chapters import CHAPTERS, chapter_settings
-from lalr_core.core.figures import FIGURES_ENV
+from lalr_core.core.figures import FIGURES_ENV, default_root
+from lalr_core.core.progress import PROGRESS_ENV, follow
+from lalr_core.core.runs import EXECUTOR_ENV, EXECUTORS
 from lalr_core.core.config import check_profile
 from lalr_core.core.provenance import repo_root
 from lalr_core.core.report import build_report
+from lalr_core.plan import dry_run
 
 
 def chapter_notebooks(notebooks_dir: Path) -> dict[str, Path]:
@@ -86,25 +91,57 @@ def _failure_message(nb: Path, exc: Exception) -> str:
     return f"FAILED {nb.name} at cell [{cell}]: {ename}: {evalue}"
 
 
+def _kernel_manager_class():
+    """The kernel manager papermill starts kernels with: local (IPC) sockets where the OS
+    has them, so the kernel has no TCP port to guard and says nothing about encryption."""
+    from jupyter_client.manager import AsyncKernelManager
+
+    class LocalSocketKernelManager(AsyncKernelManager):
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            if os.name == "posix":
+                self.transport = "ipc"
+                self.ip = os.path.join(tempfile.gettempdir(), f"lalr-kernel-{os.getpid()}")
+
+    return LocalSocketKernelManager
+
+
 def run_notebooks(chapters: list[str], notebooks: dict[str, Path], profile: str,
-                  out_root: Path) -> list[dict]:
-    """Execute the notebooks; returns one timing record per notebook."""
+                  out_root: Path, executor: str | None = None) -> list[dict]:
+    """Execute the notebooks; returns one timing record per notebook.
+
+    While a notebook runs, what its sweeps, runs and saved items report
+    (`lalr_core.core.progress`) is copied to this terminal.
+    """
     import papermill as pm  # slow import, only when executing
 
     out_dir = out_root / profile / "notebooks"
     out_dir.mkdir(parents=True, exist_ok=True)
     os.environ[FIGURES_ENV] = str(out_root.resolve())  # the kernels' FigureWriter writes here
+    if executor is not None:
+        os.environ[EXECUTOR_ENV] = executor  # every sweep in every kernel uses it
+    progress_file = out_root / profile / "progress.log"
+    progress_file.unlink(missing_ok=True)
+    os.environ[PROGRESS_ENV] = str(progress_file.resolve())
     records = []
     for chapter in chapters:
         nb = notebooks[chapter]
         t0 = time.perf_counter()
         print(f"[{profile}] {nb.name} ...", flush=True)
+        stop = threading.Event()
+        follower = threading.Thread(target=follow, args=(progress_file, sys.stderr, stop),
+                                    daemon=True)
+        follower.start()
         try:
             pm.execute_notebook(str(nb), str(out_dir / nb.name), parameters={"profile": profile},
-                                cwd=str(nb.parent), progress_bar=False, kernel_name="python3")
+                                cwd=str(nb.parent), progress_bar=False, kernel_name="python3",
+                                kernel_manager_class=_kernel_manager_class())
             status = "ok"
         except Exception as exc:  # report and go on with the other notebooks
             status = _failure_message(nb, exc)
+        finally:
+            stop.set()
+            follower.join()
         seconds = time.perf_counter() - t0
         print(f"[{profile}] {nb.name}: {status} in {seconds:.1f} s", flush=True)
         records.append({"notebook": nb.name, "seconds": round(seconds, 1), "status": status})
@@ -116,9 +153,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", default="quick")
     parser.add_argument("--chapters", default=None, help="comma-separated, e.g. 04,06 (default: all)")
     parser.add_argument("--notebooks", default=str(repo_root() / "notebooks"))
-    parser.add_argument("--out", default=str(repo_root() / "figures"))
+    parser.add_argument("--out", default=str(default_root()),
+                        help="output root (default $LALR_FIGURES_ROOT, else <repo>/figures)")
+    parser.add_argument("--executor", default=None, choices=EXECUTORS,
+                        help="where every chapter's sweeps run: local processes, or Ray (the "
+                             "cluster in $RAY_ADDRESS, else one started here); default "
+                             "$LALR_EXECUTOR or local")
     parser.add_argument("--data-only", action="store_true",
                         help="only make the chapters' data available (`make data`)")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="build and check every run, print the plan with GPU-hours and "
+                             "write plan.json; train, download or install nothing")
     args = parser.parse_args(argv)
     try:
         try:
@@ -127,6 +172,8 @@ def main(argv: list[str] | None = None) -> int:
             raise ValueError(f"--profile: {exc}") from None
         notebooks = chapter_notebooks(Path(args.notebooks))
         chapters = select_chapters(args.chapters, notebooks)
+        if args.dry_run:  # before the data step: a dry run only reports
+            return dry_run(chapters, profile, Path(args.out))
         prepare_data(chapters, profile)
     except (ValueError, DatasetMissingError) as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -134,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.data_only:
         return 0
     t0 = time.perf_counter()
-    records = run_notebooks(chapters, notebooks, profile, Path(args.out))
+    records = run_notebooks(chapters, notebooks, profile, Path(args.out), args.executor)
     timings = Path(args.out) / profile / "timings.json"
     previous = {r["notebook"]: r for r in json.loads(timings.read_text())} if timings.exists() else {}
     previous.update({r["notebook"]: r for r in records})

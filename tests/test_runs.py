@@ -319,29 +319,45 @@ def test_ray_missing_gives_install_hint(cache, tmp_path, monkeypatch):
     assert calls(tmp_path / "marks") == 0
 
 
-def test_ray_executor_with_fake_ray(cache, tmp_path, monkeypatch):
-    """Plumbing check against a minimal in-process stand-in for the Ray API."""
-    seen, store = {}, {}
+def gpu_unit(params: dict) -> dict:
+    """The GPU list this worker sees, and the worker."""
+    import time
 
-    def submit(fn, *args):
-        store[len(store)] = fn(*args)
-        return len(store) - 1  # the object ref
+    time.sleep(0.3)  # long enough that both workers take units
+    return {"gpus": os.environ.get("CUDA_VISIBLE_DEVICES"), "pid": os.getpid()}
 
-    def remote(**options):
-        seen.update(options)
-        return lambda fn: types.SimpleNamespace(remote=lambda *a: submit(fn, *a))
 
-    fake = types.SimpleNamespace(
-        is_initialized=lambda: False, init=lambda: seen.setdefault("init", True),
-        remote=remote, wait=lambda refs, num_returns: (refs[-1:], refs[:-1]),
-        get=store.__getitem__, cancel=lambda ref: None)
-    monkeypatch.setitem(sys.modules, "ray", fake)
-    grid = _grid(tmp_path, 3)
-    out = sweep(square_unit, grid, name="r", executor="ray", gpus_per_task=0.5, cache=cache,
-                progress=False)
-    assert [r["sq"] for r in out] == [0, 1, 4] and calls(tmp_path / "marks") == 3
-    assert seen == {"num_cpus": 1, "num_gpus": 0.5, "init": True}
-    assert len(cache.entries("r")) == 3
+def test_local_executor_runs_one_process_per_gpu(tmp_path):
+    """With two GPUs (ids given, as `visible_gpus` would find them) and ``workers=1``: two
+    processes, each seeing only its own GPU."""
+    runner = runs.LocalExecutor(workers=1, gpu_ids=["3", "5"])
+    assert runner.workers == 2 and runner.gpu_ids == ["3", "5"]
+    args = [(gpu_unit, {"i": i}) for i in range(6)]
+    out = [r for _, r in runner.map(lambda f, p: f(p), [])]  # nothing to run: nothing started
+    assert out == []
+    results = dict(runner.map(_call, args))
+    by_pid: dict[int, set] = collections.defaultdict(set)
+    for r in results.values():
+        by_pid[r["pid"]].add(r["gpus"])
+    assert sorted(g for gpus in by_pid.values() for g in gpus) == ["3", "5"]
+    assert all(len(gpus) == 1 for gpus in by_pid.values())  # a worker keeps its one GPU
+    assert runs.LocalExecutor(workers=1, gpu_ids=["0"]).workers == 1  # one GPU: no pool
+    assert runs.LocalExecutor(workers=3, gpu_ids=["0", "1"]).workers == 3  # round-robin
+
+
+def _call(fn, params):
+    return fn(params)
+
+
+def test_executor_comes_from_the_environment(cache, tmp_path, monkeypatch):
+    monkeypatch.setenv(runs.EXECUTOR_ENV, "ray")
+    assert runs.resolve_executor(None) == "ray" and runs.resolve_executor("local") == "local"
+    monkeypatch.setenv(runs.EXECUTOR_ENV, "dask")
+    with pytest.raises(ValueError, match="LALR_EXECUTOR"):
+        sweep(square_unit, _grid(tmp_path, 1), name="e", cache=cache, progress=False)
+    monkeypatch.delenv(runs.EXECUTOR_ENV)
+    assert runs.resolve_executor(None) == "local"
+    assert calls(tmp_path / "marks") == 0
 
 
 # ---------------------------------------------------------------- code fingerprints in the key

@@ -12,6 +12,7 @@ Figs 5.10, 5.11, I.1 and I.2.
 
 from __future__ import annotations
 
+import csv
 import dataclasses
 import json
 import math
@@ -24,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 # atomic_write_text and canonical_json stay importable from here (report.py used to)
+from lalr_core.core import progress
 from lalr_core.core.atomic_io import atomic_write, atomic_write_text, canonical_json
 from lalr_core.core.config import check_profile
 from lalr_core.core.evidence import Evidence
@@ -206,6 +208,15 @@ def markdown_table(df: pd.DataFrame, floatfmt: str = ".4g") -> str:
 FIGURES_ENV = "LALR_FIGURES_ROOT"  # the driver's --out, inherited by the notebook kernels
 
 
+def inventory_count(chapter: str) -> int:
+    """How many items of ``chapter`` (its folder name) the sources' inventory lists."""
+    path = repo_root() / "data" / "reference" / "inventory.csv"
+    if not path.exists():
+        return 0
+    with open(path, newline="", encoding="utf-8") as f:
+        return sum(row.get("chapter") == chapter for row in csv.DictReader(f))
+
+
 def default_root() -> Path:
     """``$LALR_FIGURES_ROOT`` if set, else ``<repo>/figures``."""
     return Path(os.environ[FIGURES_ENV]) if os.environ.get(FIGURES_ENV) else repo_root() / "figures"
@@ -236,6 +247,7 @@ class FigureWriter:
         self.notebook = notebook
         self.root = Path(root) if root is not None else default_root()
         self.dir = self.root / profile / chapter
+        self._saved: set[str] = set()
         if fresh_checks:
             self.checks_path.unlink(missing_ok=True)
 
@@ -296,6 +308,7 @@ class FigureWriter:
             atomic_write(out[fmt], lambda tmp, f=fmt: fig.savefig(tmp, format=f, metadata=meta[f]))
         out["json"] = self._sidecar(item_id, "figure", [out["png"], out["pdf"]], params, seeds,
                                     note, wall_time_s)
+        self._progress(item_id)
         return out
 
     def save_table(self, df: pd.DataFrame, item_id: str, *, params=None, seeds=None, note=None,
@@ -322,7 +335,14 @@ class FigureWriter:
         atomic_write_text(out["md"], markdown_table(table, floatfmt))
         out["json"] = self._sidecar(item_id, "table", [out["csv"], out["md"]], params, seeds,
                                     note, wall_time_s)
+        self._progress(item_id)
         return out
+
+    def _progress(self, item_id: str) -> None:
+        """A line in ``make figures``' terminal: which item, and how many of the chapter's."""
+        self._saved.add(item_id)
+        progress.note(f"[{self.profile}/{self.chapter}] saved {item_id} "
+                      f"({len(self._saved)} of {inventory_count(self.chapter)} items)")
 
     # ------------------------------------------------------------------------- checks
     @property

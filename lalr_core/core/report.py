@@ -79,17 +79,19 @@ def _verdict_text(check: dict) -> str:
     return _cell(text)
 
 
-def _files(profile_dir: Path, chapter: str, item_id: str) -> list[str]:
-    """Relative Markdown links to the item's existing output files."""
-    links = []
-    for kind in _FILE_KINDS:
-        if (profile_dir / chapter / f"{item_id}.{kind}").is_file():
-            links.append(f"[{kind}]({chapter}/{item_id}.{kind})")
-    return links
+def _files(profile_dir: Path, chapter: str, item_id: str) -> dict[str, str]:
+    """The item's existing output files: kind -> path relative to ``profile_dir``."""
+    paths = {kind: f"{chapter}/{item_id}.{kind}" for kind in _FILE_KINDS}
+    return {kind: rel for kind, rel in paths.items() if (profile_dir / rel).is_file()}
 
 
-def _load_checks(profile_dir: Path) -> list[dict]:
-    """All check records under ``<profile_dir>/*/checks.json`` (chapter from the folder)."""
+def load_checks(profile_dir) -> list[dict]:
+    """All check records under ``<profile_dir>/*/checks.json`` (chapter from the folder).
+
+    Raises:
+        ValueError: a corrupt checks file.
+    """
+    profile_dir = Path(profile_dir)
     records = []
     for path in sorted(profile_dir.glob(f"*/{CHECKS_FILE}")):
         for record in read_checks(path):
@@ -125,22 +127,47 @@ def _sidecar_commits(profile_dir: Path) -> list[str]:
     return sorted(seen)
 
 
-def _item_table(rows, checks_by_item, profile_dir) -> tuple[list[str], int]:
+def item_records(profile_dir, rows: list[dict], checks: list[dict] | None = None) -> list[dict]:
+    """What REPORT.md's Items table shows, one record per inventory row.
+
+    Args:
+        profile_dir: ``<root>/<profile>``.
+        rows: inventory rows (:func:`read_inventory`).
+        checks: check records (:func:`load_checks`); read from ``profile_dir`` if ``None``.
+
+    Returns:
+        Each row's columns plus ``files`` (kind -> existing file, relative to
+        ``profile_dir``, in the order png, pdf, csv, md; a ``claim`` item without files of
+        its own gets its chapter's verdict table) and ``checks`` (its check records).
+    """
+    profile_dir = Path(profile_dir)
+    checks = load_checks(profile_dir) if checks is None else checks
+    by_item: dict[tuple[str, str], list[dict]] = {}
+    for c in checks:
+        by_item.setdefault((c["chapter"], c["item_id"]), []).append(c)
+    records = []
+    for row in rows:
+        files = _files(profile_dir, row["chapter"], row["item_id"])
+        if not files and row["kind"] == "claim":  # a source without figures: its claims' table
+            files = _files(profile_dir, row["chapter"], CLAIM_TABLE)
+        records.append({**row, "files": files,
+                        "checks": by_item.get((row["chapter"], row["item_id"]), [])})
+    return records
+
+
+def _item_table(records: list[dict]) -> tuple[list[str], int]:
     lines = [
         ("| chapter | item | kind | caption | ours | source's claim | source's numbers "
          "| our checks |"),
         "|---|---|---|---|---|---|---|---|",
     ]
     present = 0
-    for row in rows:
-        links = _files(profile_dir, row["chapter"], row["item_id"])
-        if not links and row["kind"] == "claim":  # a source without figures: its claims' table
-            links = _files(profile_dir, row["chapter"], CLAIM_TABLE)
+    for rec in records:
+        links = [f"[{kind}]({rel})" for kind, rel in rec["files"].items()]
         present += bool(links)
-        checks = checks_by_item.get((row["chapter"], row["item_id"]), [])
-        verdicts = "<br>".join(_verdict_text(c) for c in checks) or "no check"
-        cells = [row["chapter"], row["item_id"], row["kind"], row["caption"],
-                 " ".join(links) or "missing", row["source_claim"], row["source_numbers"]]
+        verdicts = "<br>".join(_verdict_text(c) for c in rec["checks"]) or "no check"
+        cells = [rec["chapter"], rec["item_id"], rec["kind"], rec["caption"],
+                 " ".join(links) or "missing", rec["source_claim"], rec["source_numbers"]]
         lines.append("| " + " | ".join(_cell(c) for c in cells) + f" | {verdicts} |")
     return lines, present
 
@@ -171,13 +198,10 @@ def _timings_section(timings: list[dict]) -> list[str]:
 
 def render_report(profile: str, profile_dir: Path, rows: list[dict]) -> str:
     """The text of ``REPORT.md`` for ``rows`` of the inventory and ``profile_dir``'s outputs."""
-    checks = _load_checks(profile_dir)
+    checks = load_checks(profile_dir)
     known = {(r["chapter"], r["item_id"]) for r in rows}
-    by_item: dict[tuple[str, str], list[dict]] = {}
-    for c in checks:
-        by_item.setdefault((c["chapter"], c["item_id"]), []).append(c)
     others = [c for c in checks if (c["chapter"], c["item_id"]) not in known]
-    table, present = _item_table(rows, by_item, profile_dir)
+    table, present = _item_table(item_records(profile_dir, rows, checks))
     counts = Counter(c.get("verdict") for c in checks)
     per_chapter = sorted({c["chapter"] for c in checks})
     chapter_counts = [

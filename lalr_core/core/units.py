@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from lalr_core.core import progress
 from lalr_core.core.callbacks import CALLBACKS
 from lalr_core.core.config import OPTIMIZERS, RunConfig
 from lalr_core.core.runs import RunCache, active_cache, register_unit, sweep
@@ -60,7 +61,8 @@ def train_unit(params: dict[str, Any]) -> dict[str, Any]:
     callbacks = [CALLBACKS[kind](**spec) for kind, spec in params["callbacks"].items()]
     ckpt = active_cache().checkpoint_dir("train", params, fn=train_unit) \
         if cfg.epochs > CHECKPOINT_EVERY else None
-    return train(cfg, callbacks=callbacks, progress=params.get("progress", False),
+    show = params.get("progress", False) or progress.stream() is not None  # make figures
+    return train(cfg, callbacks=callbacks, progress=show,
                  checkpoint_dir=ckpt, checkpoint_every=CHECKPOINT_EVERY)
 
 
@@ -69,7 +71,7 @@ train_unit.code_modules = train_code_modules  # type: ignore[attr-defined]
 
 def train_runs(configs: Sequence[RunConfig], *,
                callbacks: Mapping[str, dict] | Sequence[Mapping[str, dict]] | None = None,
-               workers: int = 1, executor: str = "local",
+               workers: int = 1, executor: str | None = None,
                cache: RunCache | None = None) -> list[dict[str, Any]]:
     """Train every config (cached and resumable), in order, through the sweep executor.
 
@@ -78,7 +80,8 @@ def train_runs(configs: Sequence[RunConfig], *,
         callbacks: kind -> constructor kwargs, e.g. ``{"trajectory": {"window": 250}}``, for
             every run, or a sequence of such mappings, one per config.
         workers: parallel processes (threads are split between them).
-        executor: ``"local"`` or ``"ray"``.
+        executor: ``"local"`` or ``"ray"``; None: ``$LALR_EXECUTOR`` (what ``make figures
+            EXECUTOR=...`` sets), else local.
         cache: the run cache (default ``data/runs``).
     """
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:

@@ -58,7 +58,7 @@ from lalr_core.core.validation import check_int
 
 # curvlinops imports gpytorch's linear_operator, whose @torch.jit.script emits a FutureWarning
 # on torch >= 2.10; it is not ours to fix. (The first forward-mode product in a process emits the
-# same warning from torch's own jvp decompositions.)
+# same warning from torch's own jvp decompositions: see `core.torch_compat`.)
 with warnings.catch_warnings():
     warnings.filterwarnings("ignore", message=".*torch.jit.script.*", category=FutureWarning)
     from curvlinops import (

@@ -51,8 +51,11 @@ import torch
 from torch import nn
 from torch.func import functional_call, jacrev, jvp, vmap
 
+from lalr_core.core.torch_compat import load_jvp_decompositions
 from lalr_core.core.validation import check_int
 from lalr_core.methods.model_transforms import MODEL_TRANSFORMS
+
+load_jvp_decompositions()  # this module's jvp calls would warn once (torch, not ours)
 
 ParamSelection = Iterable[str] | Callable[[str], bool] | None
 NTK_METHODS = ("jacobian", "ntvp")

@@ -71,7 +71,10 @@ from torch.func import functional_call, grad, hessian, jvp, vmap
 from lalr_core.core.callbacks import CALLBACKS
 from lalr_core.core.config import RunConfig
 from lalr_core.core.data import load_data
+from lalr_core.core.torch_compat import load_jvp_decompositions
 from lalr_core.methods import quasi_newton as qn
+
+load_jvp_decompositions()  # this module's jvp calls would warn once (torch, not ours)
 
 __all__ = [
     "EXACT_LIMIT",

@@ -21,6 +21,7 @@ from lalr_core.core.chapter import ChapterSettings, Sections, positive
 from lalr_core.core.config import SCHEDULES, RunConfig
 from lalr_core.core.data import DATASETS, check_dataset_name
 from lalr_core.core.models import check_model_name
+from lalr_core.core.runs import EXECUTORS
 from lalr_core.methods.tempbalance_callback import TempBalance
 
 # Allocation name -> (TempBalance scheme, its params). "baseline" is one global lr.
@@ -43,7 +44,6 @@ FIG23_MAPS = ("alpha", "sqrt", "cbrt", "log2")                                  
 FIG24_MAPS = ("alpha", "alpha^2", "alpha^3", "sqrt", "cbrt", "root4", "log2")    # A-11
 SAMPLING = ("gauss_alpha", "gauss_lr", "emg")                                    # T-001-d
 POWERS = ("alpha^2", "alpha^3")                                                 # T-001-a
-EXECUTORS = ("local", "ray")   # `lalr_core.core.units.train_runs` executors
 
 
 # ----------------------------------------------------------------------------- settings
@@ -110,7 +110,7 @@ class Settings(ChapterSettings):
     judge_source: bool
     # Execution: parallel training processes and the sweep's executor.
     workers: int
-    executor: str               # "local" or "ray"
+    executor: str | None        # "local", "ray"; None: $LALR_EXECUTOR, else local
 
     def check(self) -> None:
         """Reject values the runs or the notebook's cells cannot use (``ValueError``)."""
@@ -157,7 +157,7 @@ class Settings(ChapterSettings):
         if self.schedule not in SCHEDULES:
             raise ValueError(f"setting 'schedule' must be one of {SCHEDULES}, "
                              f"got {self.schedule!r}")
-        if self.executor not in EXECUTORS:
+        if self.executor is not None and self.executor not in EXECUTORS:
             raise ValueError(f"setting 'executor' must be one of {EXECUTORS}, "
                              f"got {self.executor!r}")
 
@@ -183,7 +183,7 @@ _SMALL = dict(
     powers_width=0.5, powers_lrs=(0.15, 0.2), sampling_width=0.5, sampling_lr=0.1,
     sampling_models=("resnet18_mini", "resnet34_mini"),
     esd_model="mlp", esd_width=2.0, esd_lr=0.02, esd_momentum=0.9, esd_wd=5e-4, esd_batch=16,
-    esd_epochs=40, judge_source=False, executor="local",
+    esd_epochs=40, judge_source=False, executor=None,
 )
 
 PROFILES: dict[str, Settings] = {

@@ -13,6 +13,7 @@ import pandas as pd
 from lalr_core.core.chapter import ChapterSettings, positive
 from lalr_core.core.data import check_dataset_name
 from lalr_core.core.models import check_model_name
+from lalr_core.core.runs import EXECUTORS
 from lalr_core.methods import pruning
 
 # The 10 HT-SR metrics (digest I.2.9 / A-17) grouped as in the source's bullet list (ch. 3.2).
@@ -27,7 +28,6 @@ ROLES = ("densenet", "wrn", "mobilenet", "vgg")  # the model roles, in pretraini
 SETTINGS = pruning.TABLE_3_1
 SOURCE_MODELS = {"densenet": "DenseNet40", "wrn": "WRN28-10", "mobilenet": "MobileNetV2",
                  "vgg": "VGG19"}
-EXECUTORS = ("local", "ray")  # `lalr_core.core.runs.sweep`'s
 
 # Figs 3.4-3.21: (role, aug) -> (direct panel, inverse panel, composite figure)
 GRID_FIGS = {("densenet", "traditional"): ("fig3.4", "fig3.5", "fig3.6"),
@@ -52,7 +52,7 @@ class Settings(ChapterSettings):
     batch_size: int
     seed: int
     workers: int
-    executor: str
+    executor: str | None  # None: $LALR_EXECUTOR (`make figures EXECUTOR=...`), else local
     # Pretraining (SGD momentum, cosine; weights kept for the pruning): lr per step, L2 wd,
     # epochs; the roles also pretrained with AugMix; the roles whose alpha / entropy are
     # recorded every epoch (fig 3.2, compared with their AugMix run).
@@ -127,7 +127,7 @@ class Settings(ChapterSettings):
                 raise ValueError(f"setting {name!r} must be >= 0, got {getattr(self, name)!r}")
         if not 0 <= self.momentum < 1:
             raise ValueError(f"setting 'momentum' must lie in [0, 1), got {self.momentum!r}")
-        if self.executor not in EXECUTORS:
+        if self.executor is not None and self.executor not in EXECUTORS:
             raise ValueError(f"setting 'executor' must be one of {EXECUTORS}, "
                              f"got {self.executor!r}")
         self._check_names()
@@ -185,7 +185,7 @@ _COMMON = dict(
     pretrain_lr=0.1, momentum=0.9, wd=5e-4, ft_lr=0.05, importance="me_prune", seed=0,
     augmix_roles=("densenet", "wrn", "mobilenet"), fig32_roles=("densenet", "wrn"),
     fig31_roles=("wrn", "densenet"), fig31_sparsity=0.8, rules=("direct", "inverse"),
-    te_roles=("mobilenet", "wrn"), f322_ratio=0.553, executor="local",
+    te_roles=("mobilenet", "wrn"), f322_ratio=0.553, executor=None,
 )
 _F326_RATIOS = (0.2, 0.35, 0.45, 0.6, 0.8)
 PROFILES = {

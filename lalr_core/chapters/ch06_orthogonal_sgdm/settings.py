@@ -17,8 +17,7 @@ import torch
 from lalr_core.core.chapter import ChapterSettings, check_names, positive
 from lalr_core.core.data import check_dataset_name
 from lalr_core.core.models import TORCHVISION_ARCHS, build_model, check_model_name
-
-EXECUTORS = ("local", "ray")
+from lalr_core.core.runs import EXECUTORS
 
 
 @dataclass(frozen=True)
@@ -125,7 +124,7 @@ class Settings(ChapterSettings):
     sym_seeds: int            # runs per model (the skip check pairs them by seed)
     # Execution: parallel training processes and the sweep's executor.
     workers: int
-    executor: str             # "local" or "ray" (pip install .[distributed])
+    executor: str | None      # "local" or "ray" (pip install .[distributed])
     # The classifier's null direction (issue 12; not a source item, `classifier_null`).
     null_seeds: dict          # model -> Orth-SGDM runs with the null direction dropped, seeds
                               # 0, 1, ..., each paired with the complete (source) run of its seed
@@ -184,7 +183,7 @@ class Settings(ChapterSettings):
             raise ValueError(f"settings 'tdp_exact_layer' and 'tdp_layer' must be equal when "
                              f"the two models are ({self.tdp_model!r}): one probe per run, got "
                              f"{self.tdp_exact_layer!r} and {self.tdp_layer!r}")
-        if self.executor not in EXECUTORS:
+        if self.executor is not None and self.executor not in EXECUTORS:
             raise ValueError(f"setting 'executor' must be one of {EXECUTORS}, "
                              f"got {self.executor!r}")
         _check_imagenet(self.f57_imagenet)
@@ -292,7 +291,7 @@ PROFILES: dict[str, Settings] = {
         f514_epochs=1, f514_seeds=1, f514_overtake=32, f53_mark=20, sym_seeds=1,
         f57_n_train=None, f57_n_val=64, f57_batch=64,
         f57_eval_every=2, bt_steps=6, bt_batch=64, vae_steps=30, vae_eval_every=10,
-        unsup_seeds=1, **_UNSUPERVISED, workers=1, executor="local",
+        unsup_seeds=1, **_UNSUPERVISED, workers=1, executor=None,
         null_seeds={"basic_cnn": 1}, null_probe=("basic_cnn",), null_steps=3,
         null_f32_steps=3,
     ),
@@ -305,7 +304,7 @@ PROFILES: dict[str, Settings] = {
         f514_n_train=4_000, f514_epochs=1, f514_seeds=3, f514_overtake=32, f53_mark=80,
         sym_seeds=3, f57_n_train=None, f57_n_val=5_000,
         f57_batch=1024, f57_eval_every=5, bt_steps=150, bt_batch=256, vae_steps=1500,
-        vae_eval_every=100, unsup_seeds=3, **_UNSUPERVISED, workers=2, executor="local",
+        vae_eval_every=100, unsup_seeds=3, **_UNSUPERVISED, workers=2, executor=None,
         null_seeds={"basic_cnn": 3, "resnet8": 2}, null_probe=("basic_cnn",), null_steps=10,
         null_f32_steps=30,
     ),
@@ -335,7 +334,7 @@ PROFILES: dict[str, Settings] = {
         f57_eval_every=0, source_analogue={},
         bt_steps=150, bt_batch=256, vae_steps=200_000, vae_eval_every=2_000,
         unsup_seeds=3, **_UNSUPERVISED,
-        workers=1, executor="local",  # "ray" on a cluster (pip install .[distributed])
+        workers=1, executor=None,  # "ray" on a cluster (pip install .[distributed])
         null_seeds={"basic_cnn": 5, "resnet20": 5, "resnet34_tv": 5},  # table 5.6's models
         null_probe=("basic_cnn", "resnet20"), null_steps=20, null_f32_steps=40,
     ),

@@ -20,12 +20,31 @@ train_unit`), else the one of the unit of that family running now in this proces
 """
 
 from lalr_core.core.runs.cache import ACTIVE_CACHES, RunCache, active_cache, cached
-from lalr_core.core.runs.executors import LocalExecutor, RayExecutor, sweep
-from lalr_core.core.runs.keys import (FAMILIES, HASH_LEN, META_FILE, RESULT_FILE, ROOT_ENV,
-                                      canonical_params, family_unit, param_hash, register_unit,
-                                      unit_fingerprint, unit_modules)
+from lalr_core.core.runs.executors import (
+                                           EXECUTOR_ENV,
+                                           EXECUTORS,
+                                           LocalExecutor,
+                                           RayExecutor,
+                                           resolve_executor,
+                                           sweep,
+                                           task_resources,
+)
+from lalr_core.core.runs.keys import (
+                                           FAMILIES,
+                                           HASH_LEN,
+                                           META_FILE,
+                                           RESULT_FILE,
+                                           ROOT_ENV,
+                                           canonical_params,
+                                           family_unit,
+                                           param_hash,
+                                           register_unit,
+                                           unit_fingerprint,
+                                           unit_modules,
+)
 
-__all__ = ["ACTIVE_CACHES", "FAMILIES", "HASH_LEN", "META_FILE", "RESULT_FILE", "ROOT_ENV",
-           "LocalExecutor", "RayExecutor", "RunCache", "active_cache", "cached",
-           "canonical_params", "family_unit", "param_hash", "register_unit", "sweep",
-           "unit_fingerprint", "unit_modules"]
+__all__ = ["ACTIVE_CACHES", "EXECUTORS", "EXECUTOR_ENV", "FAMILIES", "HASH_LEN", "META_FILE",
+           "RESULT_FILE", "ROOT_ENV", "LocalExecutor", "RayExecutor", "RunCache",
+           "active_cache", "cached", "canonical_params", "family_unit", "param_hash",
+           "register_unit", "resolve_executor", "sweep", "task_resources", "unit_fingerprint",
+           "unit_modules"]

@@ -38,6 +38,7 @@ def _init_worker(threads: int, parent_pid: int | None = None) -> None:
     worker's life to the sweep process `parent_pid` (see `die_with_parent`)."""
     if parent_pid is not None:
         die_with_parent(parent_pid)
+    os.environ.pop("LALR_PROGRESS", None)  # the sweep's bar speaks for its workers
     import torch  # lazy: only worker processes pay for it
 
     torch.set_num_threads(max(1, threads))
@@ -72,34 +73,77 @@ def _watch_parent(parent_pid: int) -> None:
     os._exit(1)  # no cleanup: the parent that would collect the results is gone
 
 
+def visible_gpus() -> list[str]:
+    """The CUDA devices this process may use, as ``CUDA_VISIBLE_DEVICES`` entries (the
+    parent's own list when it has one), without creating a CUDA context; [] without CUDA."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        try:
+            import torch
+        except ImportError:
+            return []
+    count = torch.cuda.device_count()
+    listed = [d.strip() for d in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")
+              if d.strip()]
+    return listed[:count] if listed else [str(i) for i in range(count)]
+
+
+def _init_gpu_worker(threads: int, parent_pid: int, gpu_queue) -> None:
+    """Pool initializer with one GPU per worker: take a device id from the queue and make it
+    the only CUDA device this worker sees (before torch initialises CUDA)."""
+    os.environ["CUDA_VISIBLE_DEVICES"] = gpu_queue.get()
+    _init_worker(threads, parent_pid)
+
+
 class LocalExecutor:
     """Run tasks in this process (``workers=1``) or in a spawn-context process pool.
 
+    With two or more visible GPUs the pool has one process per GPU (at least; ``workers``
+    beyond that share them round-robin) and each process sees only its own GPU, so the
+    runs of a sweep spread over the machine's GPUs one run per GPU.
+
     Args:
-        workers: Number of processes; 1 runs sequentially here.
+        workers: Number of processes; 1 runs sequentially here (with fewer than two GPUs).
         threads: Torch threads per worker process; default usable cores ``// workers``.
+        gpu_ids: The GPUs to spread over (``CUDA_VISIBLE_DEVICES`` entries); default
+            `visible_gpus`. Fewer than two: no pinning.
     """
 
-    def __init__(self, workers: int = 1, threads: int | None = None):
-        self.workers = workers
+    def __init__(self, workers: int = 1, threads: int | None = None,
+                 gpu_ids: Sequence[str] | None = None):
+        self.gpu_ids = list(visible_gpus() if gpu_ids is None else gpu_ids)
+        if len(self.gpu_ids) < 2:
+            self.gpu_ids = []
+        self.workers = max(workers, len(self.gpu_ids))
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else \
             os.cpu_count() or 1  # the cores this process may use, not the machine's
-        self.threads = threads or max(1, cores // workers)
+        self.threads = threads or max(1, cores // self.workers)
 
-    def map(self, task: Callable, arg_tuples: Sequence[tuple]) -> Iterator[tuple[int, Any]]:
-        """Run ``task(*args)`` for every tuple; the first error propagates.
+    def map(self, task: Callable, arg_tuples: Sequence[tuple],
+            devices: Sequence[str] | None = None) -> Iterator[tuple[int, Any]]:
+        """Run ``task(*args)`` for every tuple; the first error propagates. ``devices`` is
+        accepted for the executors' one interface; the processes' GPUs are set up front.
 
         Yields:
             ``(position in arg_tuples, result)``, in completion order.
         """
-        if self.workers == 1 or len(arg_tuples) <= 1:
+        if not arg_tuples:
+            return
+        if self.workers == 1 or (len(arg_tuples) == 1 and not self.gpu_ids):
             for i, args in enumerate(arg_tuples):
                 yield i, task(*args)
             return
         context = multiprocessing.get_context("spawn")  # fork is unsafe once torch has threads
+        n = min(self.workers, len(arg_tuples))
+        if self.gpu_ids:
+            gpu_queue = context.Queue()
+            for k in range(n):
+                gpu_queue.put(self.gpu_ids[k % len(self.gpu_ids)])
+            init, initargs = _init_gpu_worker, (self.threads, os.getpid(), gpu_queue)
+        else:
+            init, initargs = _init_worker, (self.threads, os.getpid())
         with concurrent.futures.ProcessPoolExecutor(
-            max_workers=min(self.workers, len(arg_tuples)), mp_context=context,
-            initializer=_init_worker, initargs=(self.threads, os.getpid()),
+            max_workers=n, mp_context=context, initializer=init, initargs=initargs,
         ) as pool:
             futures = {pool.submit(task, *args): i for i, args in enumerate(arg_tuples)}
             try:
@@ -110,18 +154,56 @@ class LocalExecutor:
                 raise
 
 
-class RayExecutor:
-    """Run tasks as Ray remote tasks (``pip install -e .[distributed]``).
+RAY_RETRIES = 3  # times Ray re-runs a task whose worker died (a crash, OOM kill, SIGKILL)
 
-    The cache root must be on a file system that every Ray node sees. Ray is started locally
-    unless it is already initialised (``ray.init(address=...)`` to join a cluster).
+
+def task_resources(device: str, cluster_gpus: float, threads: int,
+                   gpus_per_task: float | None = None) -> dict[str, float]:
+    """The Ray resources of one unit: ``threads`` CPUs, and a GPU when the unit runs on one.
+
+    ``device`` is the unit's (``"cpu"``, ``"cuda[:k]"``, ``"mps"`` or ``"auto"``: a GPU
+    when the cluster has one, as `lalr_core.core.train.resolve_device` picks on a node);
+    an explicit ``gpus_per_task`` overrides it.
+
+    Raises:
+        ValueError: a CUDA device asked of a cluster without GPUs (Ray would wait forever).
+    """
+    if gpus_per_task is not None:
+        gpus = float(gpus_per_task)
+    elif device.startswith("cuda"):
+        if cluster_gpus < 1:
+            raise ValueError(f"the unit asks for device {device!r} but the Ray cluster has no "
+                             "GPU; use device 'auto' or 'cpu', or a cluster with GPUs")
+        gpus = 1.0
+    else:
+        gpus = 1.0 if device == "auto" and cluster_gpus >= 1 else 0.0
+    return {"num_cpus": threads, "num_gpus": gpus}
+
+
+def _run_ray_unit(threads: int, task: Callable, *args) -> Any:
+    """``task(*args)`` in a Ray worker, with torch using the CPUs Ray reserved for it."""
+    import torch
+
+    torch.set_num_threads(max(1, int(threads)))
+    return task(*args)
+
+
+class RayExecutor:
+    """Run tasks as Ray tasks (``pip install -e .[distributed]``).
+
+    Ray is joined or started on first use: ``ray.init()`` connects to the cluster named by
+    ``RAY_ADDRESS`` (Ray's own convention) and otherwise starts one on this machine. Each task
+    reserves ``threads`` CPUs and, by its unit's device (`task_resources`), one GPU; a task
+    whose worker dies is retried (`RAY_RETRIES`). The cache root must be on a file system
+    every node sees: a unit found there is not sent, and a retried unit that had finished
+    reads its entry instead of computing again.
 
     Args:
-        gpus_per_task: GPUs Ray reserves per task (fractions allowed).
+        gpus_per_task: GPUs per task, overriding the units' devices (fractions allowed).
         threads: CPUs Ray reserves per task; default 1.
     """
 
-    def __init__(self, gpus_per_task: float = 0, threads: int | None = None):
+    def __init__(self, gpus_per_task: float | None = None, threads: int | None = None):
         try:
             import ray
         except ImportError as exc:
@@ -131,8 +213,12 @@ class RayExecutor:
         self.gpus_per_task = gpus_per_task
         self.threads = threads or 1
 
-    def map(self, task: Callable, arg_tuples: Sequence[tuple]) -> Iterator[tuple[int, Any]]:
+    def map(self, task: Callable, arg_tuples: Sequence[tuple],
+            devices: Sequence[str] | None = None) -> Iterator[tuple[int, Any]]:
         """Run ``task(*args)`` for every tuple; the first error propagates.
+
+        Args:
+            devices: each tuple's unit device (default ``"auto"``), for its resources.
 
         Yields:
             ``(position in arg_tuples, result)``, in completion order.
@@ -140,8 +226,13 @@ class RayExecutor:
         ray = self.ray
         if not ray.is_initialized():
             ray.init()
-        remote = ray.remote(num_cpus=self.threads, num_gpus=self.gpus_per_task)(task)
-        refs = {remote.remote(*args): i for i, args in enumerate(arg_tuples)}
+        cluster_gpus = ray.cluster_resources().get("GPU", 0)
+        devices = devices or ["auto"] * len(arg_tuples)
+        options = [task_resources(d, cluster_gpus, self.threads, self.gpus_per_task)
+                   for d in devices]  # all checked before the first task is sent
+        remote = ray.remote(max_retries=RAY_RETRIES)(_run_ray_unit)
+        refs = {remote.options(**opt).remote(opt["num_cpus"], task, *args): i
+                for i, (opt, args) in enumerate(zip(options, arg_tuples, strict=True))}
         pending = list(refs)
         try:
             while pending:
@@ -156,36 +247,59 @@ class RayExecutor:
 # ---------------------------------------------------------------- sweeps
 
 
+EXECUTORS = ("local", "ray")
+EXECUTOR_ENV = "LALR_EXECUTOR"  # the default executor (`make figures EXECUTOR=ray` sets it)
+
+
+def resolve_executor(executor: str | None) -> str:
+    """``executor``, or when None the one ``$LALR_EXECUTOR`` names (default ``"local"``).
+
+    Raises:
+        ValueError: an executor other than `EXECUTORS` (naming the variable when it came
+            from there).
+    """
+    if executor is None:
+        value = os.environ.get(EXECUTOR_ENV) or "local"
+        if value not in EXECUTORS:
+            raise ValueError(f"${EXECUTOR_ENV} must be one of {EXECUTORS}, got {value!r}")
+        return value
+    if executor not in EXECUTORS:
+        raise ValueError(f"executor must be one of {EXECUTORS} (or None: ${EXECUTOR_ENV}), "
+                         f"got {executor!r}")
+    return executor
+
+
 def _check_sweep_args(fn: Callable, executor: str, workers: Any, threads: Any,
                       gpus_per_task: Any) -> None:
     """Raise ValueError for a bad sweep configuration, before any compute."""
-    if executor not in ("local", "ray"):
-        raise ValueError(f"executor must be 'local' or 'ray', got {executor!r}")
     for label, value in (("workers", workers), ("threads", threads)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, int)
                                   or value < 1):
             raise ValueError(f"{label} must be an int >= 1, got {value!r}")
-    if isinstance(gpus_per_task, bool) or not isinstance(gpus_per_task, (int, float)) \
-            or not gpus_per_task >= 0:
+    if gpus_per_task is not None and (isinstance(gpus_per_task, bool) or not isinstance(
+            gpus_per_task, (int, float)) or not gpus_per_task >= 0):
         raise ValueError(f"gpus_per_task must be a number >= 0, got {gpus_per_task!r}")
     if not callable(fn):
         raise ValueError(f"fn must be callable, got {fn!r}")
-    if executor == "local" and workers > 1:
-        main = sys.modules.get("__main__")
-        if getattr(fn, "__module__", None) == "__main__" and not hasattr(main, "__file__"):
-            raise ValueError(f"fn {fn!r} is defined in a notebook or REPL, which spawned worker "
-                             "processes cannot import; move it into a module or use workers=1")
-        try:
-            pickle.dumps(fn)
-        except Exception as exc:
-            raise ValueError(f"fn {fn!r} cannot be pickled for worker processes ({exc}); "
-                             "use a module-level function or workers=1") from exc
+
+
+def _check_picklable(fn: Callable) -> None:
+    """Raise ValueError unless spawned worker processes can load ``fn``."""
+    main = sys.modules.get("__main__")
+    if getattr(fn, "__module__", None) == "__main__" and not hasattr(main, "__file__"):
+        raise ValueError(f"fn {fn!r} is defined in a notebook or REPL, which spawned worker "
+                         "processes cannot import; move it into a module or use workers=1")
+    try:
+        pickle.dumps(fn)
+    except Exception as exc:
+        raise ValueError(f"fn {fn!r} cannot be pickled for worker processes ({exc}); "
+                         "use a module-level function or workers=1") from exc
 
 
 def sweep(fn: Callable[[dict], Any], param_list: Sequence[Mapping], *, name: str,
-          executor: str = "local", workers: int = 1, cache: RunCache | None = None,
+          executor: str | None = None, workers: int = 1, cache: RunCache | None = None,
           progress: bool = True, threads: int | None = None,
-          gpus_per_task: float = 0) -> list[Any]:
+          gpus_per_task: float | None = None) -> list[Any]:
     """Run ``fn`` over a grid of parameters, reusing finished units and computing the rest.
 
     Each unit is written to the cache by whoever computes it, as soon as it finishes, so a
@@ -196,35 +310,43 @@ def sweep(fn: Callable[[dict], Any], param_list: Sequence[Mapping], *, name: str
     Args:
         fn: The unit's computation, ``fn(params: dict) -> result``; module-level (picklable)
             when ``workers > 1`` or with Ray. An attribute ``fn.code_modules(params) ->
-            list[str]`` names modules beyond ``fn.__module__`` whose code the unit depends on.
+            list[str]`` names modules beyond ``fn.__module__`` whose code the unit depends on;
+            ``fn.device(params) -> str`` the device a unit runs on (default ``"auto"``), from
+            which Ray reserves a GPU for it or not.
         param_list: One mapping of resolved parameters per unit.
         name: Run family (directory under the cache root).
-        executor: ``"local"`` (this process, or a process pool) or ``"ray"``.
+        executor: ``"local"`` (this process, or a process pool; one process per GPU on a
+            machine with several) or ``"ray"``; None: ``$LALR_EXECUTOR``, else local.
         workers: Local processes; 1 computes sequentially in this process.
         cache: Cache to use; default ``RunCache()``.
-        progress: Show a ``tqdm.auto`` bar, one tick per finished unit.
+        progress: Show a bar, one tick per finished unit, with the time left (in ``make
+            figures``' terminal, see `lalr_core.core.progress`).
         threads: Torch threads per local worker process (default ``cpu_count // workers``;
             ignored when ``workers == 1``), or CPUs per Ray task (default 1).
-        gpus_per_task: GPUs Ray reserves per task; ignored by the local executor.
+        gpus_per_task: GPUs Ray reserves per task, overriding the units' devices; ignored by
+            the local executor.
 
     Returns:
         The results, in the order of `param_list`.
 
     Raises:
-        ValueError: For an unknown executor, ``workers < 1``, a `fn` that worker processes
-            cannot load, or unhashable parameters; all before any compute.
+        ValueError: For an unknown executor (also in ``$LALR_EXECUTOR``), ``workers < 1``, a
+            `fn` that worker processes cannot load, or unhashable parameters; all before any compute.
         ImportError: For ``executor="ray"`` when Ray is not installed.
     """
+    executor = resolve_executor(executor)
     _check_sweep_args(fn, executor, workers, threads, gpus_per_task)
+    runner = LocalExecutor(workers, threads) if executor == "local" else \
+        RayExecutor(gpus_per_task, threads)
+    if executor == "local" and runner.workers > 1:
+        _check_picklable(fn)
     cache = cache if cache is not None else RunCache()
     if isinstance(param_list, Mapping) or not all(isinstance(p, Mapping) for p in param_list):
         raise ValueError("param_list must be a sequence of mappings")
     param_list = [dict(p) for p in param_list]
     units = [cache._unit(name, p, fn) for p in param_list]  # validates everything up front
     keys = [u.key for u in units]
-    runner = LocalExecutor(workers, threads) if executor == "local" else \
-        RayExecutor(gpus_per_task, threads)
-    from tqdm.auto import tqdm  # lazy: keeps import of this module light
+    from lalr_core.core import progress as progress_out
 
     results: dict[str, Any] = {}
     for unit in units:
@@ -235,11 +357,13 @@ def sweep(fn: Callable[[dict], Any], param_list: Sequence[Mapping], *, name: str
     by_key = dict(zip(keys, param_list, strict=True))
     todo = [k for k in by_key if k not in results]  # unique, in order of first appearance
     n_cached = sum(k in results for k in keys)
-    with tqdm(total=len(keys), desc=name, disable=not progress) as bar:
+    with progress_out.bar(total=len(keys), desc=name, unit="run", disable=not progress) as bar:
         bar.update(n_cached)
         bar.set_postfix(cached=n_cached, computed=0)
         args = [(fn, by_key[k], name, str(cache.root), cache.version) for k in todo]
-        for n_done, (i, result) in enumerate(runner.map(_run_unit, args), start=1):
+        device = getattr(fn, "device", None)
+        devices = [device(by_key[k]) if device else "auto" for k in todo]
+        for n_done, (i, result) in enumerate(runner.map(_run_unit, args, devices), start=1):
             results[todo[i]] = result
             bar.update(keys.count(todo[i]))
             bar.set_postfix(cached=n_cached, computed=n_done)

@@ -20,7 +20,7 @@ $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q torch==2.14.1 torchvision==0.29.1
-	$(PY) -m pip install -q -e '.[dev,nlp,distributed]'
+	$(PY) -m pip install -q -e '.[dev,nlp,distributed,bench]'
 	@rm -f $(VENV)/.env-* && touch $(STAMP)
 
 data: env

@@ -40,14 +40,7 @@ lab: env
 	$(VENV)/bin/jupyter lab notebooks
 
 bench: env
-	$(PY) benchmarks/bench_train.py
-	$(PY) benchmarks/bench_orthogonal.py
-	$(PY) benchmarks/bench_spectral.py
-	$(PY) benchmarks/bench_tempbalance.py
-	$(PY) benchmarks/bench_lalr.py
-	$(PY) benchmarks/bench_curvature.py
-	$(PY) benchmarks/bench_gpu_epoch.py
-	$(PY) benchmarks/bench_ntk.py
+	$(PY) benchmarks/run_all.py
 
 prune: env
 	$(PY) -m lalr_core.core.runs prune

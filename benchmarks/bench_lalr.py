@@ -26,7 +26,7 @@ import time
 import numpy as np
 import torch
 import torch.nn.functional as F
-from _common import finish  # benchmarks/ is on sys.path when a script runs
+from _common import BenchRow, emit_rows, finish  # benchmarks/ is on sys.path when a script runs
 from torch import nn
 
 from lalr_core.methods.lalr import (
@@ -126,6 +126,26 @@ def cs_loop(weights):
     return torch.tensor(out, dtype=torch.float64)
 
 
+def rows(res: dict) -> list[BenchRow]:
+    """The table's rows: the metrics vs a training step, the pairwise terms vs per-pair loops."""
+    m, s, p = res["metrics"], res["step"], res["pairwise"]
+    enc = f"12-layer d={D} encoder, {res['layers']} layers"
+    return [
+        BenchRow("lalr", f"per-epoch metrics (SVD+CE+CS) vs one training step, {enc}",
+                 "layer_metrics", "AdamW step, batch 32 x 128 tokens", m["total_s"],
+                 s["step_batch32_s"],
+                 note=f"overhead, run once per epoch: {m['vs_step']:.2f} steps = "
+                      f"{100 * m['vs_epoch']:.3f} % of an SST-2 epoch ({EPOCH_STEPS} steps); step "
+                      f"extrapolated from batch {s['batch']}; informational"),
+        BenchRow("lalr", f"pairwise CE term, {res['layers']} layers x 64 bins",
+                 "one matmul", "per-pair loop", p["ce_matmul_s"], p["ce_loop_s"],
+                 note=f"max |diff| {p['ce_max_abs_diff']:.1e}"),
+        BenchRow("lalr", f"pairwise CS term, {res['layers']} layers (same-numel vectors)",
+                 "one matmul", "per-pair loop", p["cs_matmul_s"], p["cs_loop_s"],
+                 note=f"max |diff| {p['cs_max_abs_diff']:.1e}"),
+    ]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", type=int, default=1)
@@ -171,6 +191,7 @@ def main() -> None:
     print(f"pairwise CS (whole same-numel vectors): matmul {t_csv:.2f} s vs per-pair loop "
           f"{t_csl:.2f} s = {p['cs_speedup']:.1f}x (max diff {p['cs_max_abs_diff']:.1e})")
     finish(res, t0, args.json)
+    emit_rows(rows(res))
 
 
 if __name__ == "__main__":

@@ -31,7 +31,7 @@ import argparse
 import time
 
 import torch
-from _common import finish  # benchmarks/ is on sys.path when a script runs
+from _common import BenchRow, emit_rows, finish  # benchmarks/ is on sys.path when a script runs
 from torch._C._profiler import _EventType  # private (torch 2.x): the allocation record's tag
 from torch.profiler import ProfilerActivity, profile
 
@@ -151,6 +151,21 @@ def cases(n: int, chunk: int, device: torch.device) -> dict:
                               _fns(tf, tokens, chunk, margin))}
 
 
+def rows(res: dict, todo: dict) -> list[BenchRow]:
+    """The table's rows: per case, the Jacobian method and the NTK-vector products vs the loop."""
+    out = []
+    for key, (label, P, _) in todo.items():
+        r = res[key]
+        case = f"empirical NTK of {res['n']} samples, {label} ({P} parameters), {res['device']}"
+        for method in ("jacobian", "ntvp"):
+            out.append(BenchRow("ntk", case, f'empirical_ntk("{method}")', "per-sample loop",
+                                r[f"{method}_s"], r["loop_s"],
+                                note=f"peak memory {r[f'{method}_peak_mib']:.1f} vs "
+                                     f"{r['loop_peak_mib']:.1f} MiB; max rel diff of the three "
+                                     f"{r['max_rel_diff']:.1e}"))
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=256)
@@ -171,6 +186,7 @@ def main() -> None:
     for key, (label, _, fns) in todo.items():
         add_peak_memory(label, res[key], fns, device)
     finish(res, t0, args.json)
+    emit_rows(rows(res, todo))
 
 
 if __name__ == "__main__":

@@ -25,12 +25,12 @@ import time
 
 import torch
 import torch.nn.functional as F
-from _common import finish  # benchmarks/ is on sys.path when a script runs
+from _common import BenchRow, emit_rows, finish  # benchmarks/ is on sys.path when a script runs
 
-from lalr_core.core.models import build_model
-from lalr_core.methods.orthogonal import GradTransform, newton_schulz, svd_polar
 from lalr_core.core.config import RunConfig
+from lalr_core.core.models import build_model
 from lalr_core.core.train import make_optimizer
+from lalr_core.methods.orthogonal import GradTransform, newton_schulz, svd_polar
 
 VARIANTS = {"sgdm": ("none", "svd"), "orth_svd": ("orth", "svd"),
             "orth_ns": ("orth", "newton_schulz")}  # name -> (GradTransform's transform, method)
@@ -179,6 +179,34 @@ def print_shapes(rows: list[dict]) -> None:
               f"{us['ns_batched']:7.0f} {us['ns_loop']:7.0f} {us['ns_loop'] / us['ns_batched']:6.2f}")
 
 
+def step_rows(r: dict, targets: dict) -> list[BenchRow]:
+    """Orth-SGDM step vs the plain SGDM step: ratio < 1 is the overhead, judged in ``note``."""
+    out = []
+    for name, label in (("orth_svd", "Orth-SGDM, SVD"), ("orth_ns", "Orth-SGDM, Newton-Schulz")):
+        over = r["overhead"][name]
+        verdict = (f"target <= {targets[name]:.0%}: {'met' if over <= targets[name] else 'NOT met'}"
+                   if name in targets else "no target here")
+        out.append(BenchRow(
+            "orthogonal", f"training step, ResNet-20, batch {r['batch_size']}, {r['device']}"
+            + (f" ({r['name']})" if "name" in r else ""), label, "plain SGDM step",
+            r["step_s"][name], r["step_s"]["sgdm"],
+            note=f"overhead {over:+.1%} of an SGDM step, {verdict}; transform alone "
+                 f"{r['transform_fraction'][name]:.1%}"))
+    return out
+
+
+def shape_rows(shapes: list[dict]) -> list[BenchRow]:
+    """Summed over ResNet-20's gradient shapes (one stack per shape, as GradientTransform)."""
+    tot = {k: sum(r[k] for r in shapes) for k in shapes[0] if k not in ("shape", "count")}
+    case = f"orthogonalise all ResNet-20 gradients, {len(shapes)} shapes, CPU"
+    return [BenchRow("orthogonal", case, "Newton-Schulz, batched", "SVD polar, batched",
+                     tot["ns_batched"], tot["svd_batched"], note="NS approximates, SVD is exact"),
+            BenchRow("orthogonal", case, "SVD polar, batched per shape", "SVD polar, per tensor",
+                     tot["svd_batched"], tot["svd_loop"]),
+            BenchRow("orthogonal", case, "Newton-Schulz, batched per shape",
+                     "Newton-Schulz, per tensor", tot["ns_batched"], tot["ns_loop"])]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=10, help="steps per repeat")
@@ -204,6 +232,8 @@ def main() -> None:
     else:
         print("GPU part skipped: torch.cuda.is_available() is False")
     finish(res, t0, args.json)
+    emit_rows(step_rows(res["cpu"], TARGETS["cpu"]) + shape_rows(res["shapes"])
+              + (step_rows(res["cuda"], TARGETS["cuda"]) if "cuda" in res else []))
 
 
 if __name__ == "__main__":

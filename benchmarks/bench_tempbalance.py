@@ -22,13 +22,14 @@ import time
 
 import torch
 import torch.nn.functional as F
-from _common import finish  # benchmarks/ is on sys.path when a script runs
+from _common import BenchRow, emit_rows, finish  # benchmarks/ is on sys.path when a script runs
 
-from lalr_core.core.models import build_model
 from lalr_core.core.config import RunConfig
-from lalr_core.methods.tempbalance_callback import TempBalance, TempBalanceCallback
+from lalr_core.core.models import build_model
 from lalr_core.core.train import make_optimizer
+from lalr_core.methods.tempbalance_callback import TempBalance, TempBalanceCallback
 
+TARGET = 0.02  # the issue's: the refit under 2 % of an epoch (stated for a GPU)
 CASES = {  # name -> (model, in_channels, image side, classes, batch, steps per epoch)
     "resnet18_cifar / CIFAR-100": ("resnet18_cifar", 3, 32, 100, 128, math.ceil(50_000 / 128)),
     "resnet18_mini / digits (quick)": ("resnet18_mini", 1, 8, 10, 64, math.ceil(1347 / 64)),
@@ -68,6 +69,21 @@ def time_case(model_name, c, side, classes, batch, steps_per_epoch, repeats, ste
             "steps_per_epoch": steps_per_epoch, "overhead_fraction": alloc_s / epoch_s}
 
 
+def rows(res: dict) -> list[BenchRow]:
+    """Per case, the refit vs the epoch it runs once in: an overhead, ratio = 1 / fraction."""
+    out = []
+    for name, r in res["cases"].items():
+        frac = r["overhead_fraction"]
+        out.append(BenchRow(
+            "tempbalance", f"per-epoch alpha refit vs one epoch, {name} ({r['layers']} layers)",
+            "TempBalance refit", f"epoch ({r['steps_per_epoch']} steps)", r["refit_s"],
+            r["epoch_s"],
+            note=f"overhead {100 * frac:.2f} % of an epoch (epoch = median step x steps); target "
+                 f"< {TARGET:.0%} (stated for a GPU; this runs on the CPU): "
+                 f"{'met' if frac < TARGET else 'NOT met'}"))
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
@@ -83,6 +99,7 @@ def main() -> None:
               f"{r['step_s'] * 1e3:.0f} ms x {r['steps_per_epoch']} = epoch {r['epoch_s']:.1f} s; "
               f"TempBalance overhead {100 * r['overhead_fraction']:.2f} % of an epoch")
     finish(res, t0, args.json)
+    emit_rows(rows(res))
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ import time
 
 import torch
 import torch.nn.functional as F
+from _common import BenchRow, emit_rows  # benchmarks/ is on sys.path when a script runs
 from torchvision.transforms import v2
 
 from lalr_core.core.augmentation import augment
@@ -99,6 +100,11 @@ def main() -> None:
     print(f"  DataLoader loop : {b:8.1f} img/s (median)")
     print(f"  lalr_core loop  : {m:8.1f} img/s (median)")
     print(f"  speed-up ratio  : {m / b:.2f}x")
+    emit_rows([BenchRow(  # throughputs as costs: seconds per step of batch_size images
+        "train", f"training step, ResNet-20, batch {args.batch_size}, "
+        f"{torch.get_num_threads()} threads", "lalr_core loop", "DataLoader loop",
+        args.batch_size / m, args.batch_size / b,
+        note=f"{m:.0f} vs {b:.0f} img/s (medians of {args.repeats} interleaved repeats)")])
 
 
 if __name__ == "__main__":

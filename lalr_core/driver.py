@@ -91,14 +91,21 @@ def _failure_message(nb: Path, exc: Exception) -> str:
     return f"FAILED {nb.name} at cell [{cell}]: {ename}: {evalue}"
 
 
+KERNEL_SHUTDOWN_S = 60.0
+
+
 def _kernel_manager_class():
     """The kernel manager papermill starts kernels with: local (IPC) sockets where the OS
-    has them, so the kernel has no TCP port to guard and says nothing about encryption."""
+    has them, so the kernel has no TCP port to guard and says nothing about encryption, and
+    `KERNEL_SHUTDOWN_S` to exit when the notebook is done."""
     from jupyter_client.manager import AsyncKernelManager
 
     class LocalSocketKernelManager(AsyncKernelManager):
         def __init__(self, **kwargs):
             super().__init__(**kwargs)
+            # Time to exit cleanly after the last cell (a kernel that started Ray shuts it
+            # down at exit, which takes longer than jupyter_client's 5 s before SIGTERM).
+            self.shutdown_wait_time = KERNEL_SHUTDOWN_S
             if os.name == "posix":
                 self.transport = "ipc"
                 self.ip = os.path.join(tempfile.gettempdir(), f"lalr-kernel-{os.getpid()}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import concurrent.futures
 import ctypes
 import multiprocessing
@@ -226,6 +227,9 @@ class RayExecutor:
         ray = self.ray
         if not ray.is_initialized():
             ray.init()
+            # Leave Ray when this process ends normally (a notebook kernel asked to shut down),
+            # not when its manager's SIGTERM comes after the grace period (Ray prints a stack).
+            atexit.register(ray.shutdown)
         cluster_gpus = ray.cluster_resources().get("GPU", 0)
         devices = devices or ["auto"] * len(arg_tuples)
         options = [task_resources(d, cluster_gpus, self.threads, self.gpus_per_task)

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 from lalr_core.core.data import DatasetMissingError, ensure_dataset
-from lalr_core.chapters import CHAPTERS, chapter_settings
+from lalr_core.chapters import CHAPTERS, chapter_settings, prepared_datasets
 from lalr_core.core.figures import FIGURES_ENV, default_root
 from lalr_core.core.progress import PROGRESS_ENV, follow
 from lalr_core.core.runs import EXECUTOR_ENV, EXECUTORS
@@ -73,11 +73,7 @@ def prepare_data(chapters: list[str], profile: str) -> None:
     needed = set()
     for chapter in chapters:
         if chapter in CHAPTERS:
-            s = chapter_settings(chapter, profile)
-            if hasattr(s, "datasets"):       # a chapter that reads several (or none)
-                needed.update(s.datasets)
-            elif not getattr(s, "synthetic", False):
-                needed.add(s.dataset)
+            needed |= prepared_datasets(chapter_settings(chapter, profile))
     for name in sorted(needed):
         print(f"data: ensuring {name} (if it is missing, this step may download it or, as "
               f"root, apt-get install a Debian package) ...", flush=True)

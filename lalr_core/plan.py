@@ -45,7 +45,7 @@ from typing import Any
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from lalr_core.chapters import chapter
+from lalr_core.chapters import chapter, prepared_datasets
 from lalr_core.core.atomic_io import atomic_write_text
 from lalr_core.core.chapter import Chapter
 from lalr_core.core.config import RunConfig
@@ -327,15 +327,14 @@ def data_status(name: str) -> str:
     return f"missing under {root}; make data downloads it where online (torchvision){apt}"
 
 
-def _make_data_datasets(settings) -> set[str]:
-    """The datasets ``make data`` fetches for a chapter (as the driver's ``prepare_data``)."""
-    if hasattr(settings, "datasets"):
-        return set(settings.datasets)
-    return set() if getattr(settings, "synthetic", False) else {settings.dataset}
-
-
 # ----------------------------------------------------------------------------- chapters
-def _chapter_runs(ch: Chapter, settings) -> list[tuple[RunConfig, list[str]]]:
+def read_datasets(configs) -> set[str]:
+    """The real image datasets these runs read (text tasks generate or fetch their own)."""
+    return {c.dataset for c in configs
+            if not c.synthetic and isinstance(_innermost(c.task), ImageClassification)}
+
+
+def chapter_runs(ch: Chapter, settings) -> list[tuple[RunConfig, list[str]]]:
     """Every run once with the sections it serves; the pretrainings they fetch first."""
     if ch.sections is None:
         return []
@@ -426,15 +425,14 @@ def chapter_plan(ch: str | Chapter, profile: str, estimator: Estimator) -> dict[
                                                "runs (callbacks, probes, analyses)")}
     try:
         settings = ch.settings(profile)
-        out["make_data"] = sorted(_make_data_datasets(settings))
-        runs = _chapter_runs(ch, settings)
+        out["make_data"] = sorted(prepared_datasets(settings))
+        runs = chapter_runs(ch, settings)
     except Exception as exc:  # noqa: BLE001 - reported for the chapter, the others go on
         out["error"] = f"{type(exc).__name__}: {exc}"
         return out
     out["runs"] = [estimator.run(c, secs) for c, secs in runs]
     out["rows"] = _rows(out["runs"])
-    out["datasets"] = sorted({c.dataset for c, _ in runs if not c.synthetic
-                              and isinstance(_innermost(c.task), ImageClassification)})
+    out["datasets"] = sorted(read_datasets([c for c, _ in runs]))
     out["gpu_hours"] = sum(r["gpu_hours"] for r in out["rows"])
     return out
 

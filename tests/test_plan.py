@@ -131,3 +131,17 @@ def test_driver_dry_run_prints_the_plan_and_writes_plan_json(tmp_path, nothing_t
     saved = json.loads((tmp_path / "paper" / "plan.json").read_text())
     assert saved["total_gpu_hours"] > 0 and len(saved["chapters"][0]["runs"]) == 6
     assert not (tmp_path / "paper" / "notebooks").exists()
+
+
+@pytest.mark.parametrize("profile", ["smoke", "quick", "paper"])
+def test_the_data_step_prepares_every_dataset_a_chapters_runs_read(profile):
+    """What ``make data`` fetches (`prepared_datasets`) covers every real dataset the
+    chapters' runs and their pretrainings read, so no run downloads data by itself."""
+    from lalr_core.chapters import CHAPTERS, chapter, prepared_datasets
+
+    for cid in CHAPTERS:
+        ch = chapter(cid)
+        settings = ch.settings(profile)
+        runs = [cfg for cfg, _ in plan.chapter_runs(ch, settings)]
+        missing = plan.read_datasets(runs) - prepared_datasets(settings)
+        assert not missing, f"chapter {cid} at {profile} reads {sorted(missing)} unprepared"

@@ -39,3 +39,12 @@ def chapter_settings(chapter_id: str, profile: str, overrides: Mapping[str, Any]
     Raises ``ValueError`` for an unknown chapter, profile or setting, or a bad value.
     """
     return chapter(chapter_id).settings(profile, overrides)
+
+
+def prepared_datasets(settings) -> set[str]:
+    """The real datasets the data step (``make data``, the start of ``make figures``) makes
+    available for a chapter's ``settings``: its ``datasets`` where it reads several (or none),
+    else its one ``dataset`` unless it runs on synthetic data."""
+    if hasattr(settings, "datasets"):
+        return set(settings.datasets)
+    return set() if getattr(settings, "synthetic", False) else {settings.dataset}

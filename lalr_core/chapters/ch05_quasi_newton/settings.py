@@ -105,6 +105,12 @@ class Settings(ChapterSettings):
     cohesion_seeds: int
     workers: int
 
+    @property
+    def datasets(self) -> tuple[str, ...]:
+        """The real datasets the driver prepares: the chapter's and the batch-size sweep's
+        (MNIST at ``paper``, the digits below it)."""
+        return () if self.synthetic else tuple(sorted({self.dataset, self.bs_dataset}))
+
     def check(self) -> None:
         """Reject values the runs or the cells cannot use (``ValueError``)."""
         check_names(self, "dataset", check_dataset_name)

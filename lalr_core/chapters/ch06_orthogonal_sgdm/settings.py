@@ -132,6 +132,12 @@ class Settings(ChapterSettings):
     null_steps: int           # steps of that probe
     null_f32_steps: int       # steps of its float32 run (with the rounding-only control)
 
+    @property
+    def datasets(self) -> tuple[str, ...]:
+        """The real datasets the driver prepares: the chapter's and fig 5.7's Fashion-MNIST
+        (ImageNet is used only where it is already present)."""
+        return () if self.synthetic else tuple(sorted({self.dataset, "fashion_mnist"}))
+
     def check(self) -> None:
         """Reject values the runs or the notebook's cells cannot use (``ValueError``)."""
         check_null_settings(self)  # the classifier-null section's settings

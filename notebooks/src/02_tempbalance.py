@@ -108,7 +108,8 @@ pd.Series(S.as_dict(), dtype=object).to_frame("setting")
 # ## Training · every run of the chapter in one sweep
 #
 # All runs below go through one cached, resumable sweep, longest first (at paper scale
-# `overrides={"executor": "ray"}` sends it to a Ray cluster). Runs shared between items (e.g. the
+# `make figures EXECUTOR=ray`, or `overrides={"executor": "ray"}` here, sends it to a Ray
+# cluster; several GPUs in one machine take one run each). Runs shared between items (e.g. the
 # fig 2.1 baselines reused by figs 2.3 and T-001-a) are trained once. A killed notebook resumes
 # here and loses at most the runs in flight.
 

@@ -112,8 +112,9 @@ pd.Series(S.as_dict(), dtype=object).to_frame("setting")
 # ## Training · every run of the chapter in one sweep
 #
 # All classification runs of the sections below go through one cached, resumable sweep, longest
-# first, so the workers stay busy (at paper scale, `overrides={"executor": "ray"}` sends it to a
-# Ray cluster). A killed notebook resumes here and loses at most the runs in flight. Each section
+# first, so the workers stay busy (at paper scale, `make figures EXECUTOR=ray`, or
+# `overrides={"executor": "ray"}` here, sends it to a Ray cluster; several GPUs in one machine
+# take one run each). A killed notebook resumes here and loses at most the runs in flight. Each section
 # then reads its runs from the cache; plotting never retrains.
 
 # %%

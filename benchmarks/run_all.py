@@ -21,12 +21,10 @@ import argparse
 import collections
 import csv
 import dataclasses
-import importlib.metadata
 import io
 import json
 import math
 import os
-import platform
 import resource
 import subprocess
 import sys
@@ -37,7 +35,7 @@ from pathlib import Path
 from _common import ROWS_ENV, BenchRow  # benchmarks/ is on sys.path when a script runs
 
 from lalr_core.core.atomic_io import atomic_write_text
-from lalr_core.core.provenance import provenance
+from lalr_core.core.provenance import device_info, package_versions, provenance
 
 HERE = Path(__file__).resolve().parent
 PREFIX = "bench_"
@@ -166,43 +164,11 @@ def csv_text(rows: list[dict]) -> str:
 
 
 # ----------------------------------------------------------------------------- provenance
-def cpu_model() -> str:
-    """The CPU's model name from /proc/cpuinfo (Linux), else what ``platform`` knows."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine() or "unknown"
-
-
-def device() -> dict:
-    """CPU model, core count, and the CUDA devices' names (none on a CPU-only machine)."""
-    import torch  # local: the runner itself needs torch only here
-
-    gpus = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())] \
-        if torch.cuda.is_available() else []
-    return {"cpu": cpu_model(), "cores": os.cpu_count(), "gpus": gpus,
-            "cuda": torch.version.cuda if gpus else None}
-
-
-def versions() -> dict:
-    """Versions of the baselines' packages (``None`` where one is not installed)."""
-    out = {}
-    for name in BASELINE_PACKAGES:
-        try:
-            out[name] = importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
-            out[name] = None
-    return out
-
-
 def sidecar(rows: list[dict], scripts: list[dict], wall_s: float, options: dict) -> str:
     """The JSON record: rows (NaN as null), each script's run, options, provenance, device."""
     clean = [{**r, **{k: _num(r[k]) for k in ("ours", "baseline", "ratio")}} for r in rows]
     record = {"rows": clean, "scripts": scripts, "options": options, "wall_s": wall_s,
-              **provenance(device=device(), versions=versions(),
+              **provenance(device=device_info(), versions=package_versions(*BASELINE_PACKAGES),
                            load_avg_end=os.getloadavg()[0])}
     return json.dumps(record, indent=2, allow_nan=False) + "\n"
 

@@ -12,7 +12,6 @@ Figs 5.10, 5.11, I.1 and I.2.
 
 from __future__ import annotations
 
-import csv
 import dataclasses
 import json
 import math
@@ -209,12 +208,12 @@ FIGURES_ENV = "LALR_FIGURES_ROOT"  # the driver's --out, inherited by the notebo
 
 
 def inventory_count(chapter: str) -> int:
-    """How many items of ``chapter`` (its folder name) the sources' inventory lists."""
-    path = repo_root() / "data" / "reference" / "inventory.csv"
-    if not path.exists():
-        return 0
-    with open(path, newline="", encoding="utf-8") as f:
-        return sum(row.get("chapter") == chapter for row in csv.DictReader(f))
+    """How many items of ``chapter`` (its folder name) the sources' inventory lists (0 when
+    there is no inventory)."""
+    from lalr_core.core.report import default_inventory, read_inventory  # report imports us
+
+    path = default_inventory()
+    return sum(r["chapter"] == chapter for r in read_inventory(path)) if path.is_file() else 0
 
 
 def default_root() -> Path:
@@ -248,6 +247,7 @@ class FigureWriter:
         self.root = Path(root) if root is not None else default_root()
         self.dir = self.root / profile / chapter
         self._saved: set[str] = set()
+        self._inventory_n: int | None = None  # read once, when a terminal follows progress
         if fresh_checks:
             self.checks_path.unlink(missing_ok=True)
 
@@ -341,8 +341,12 @@ class FigureWriter:
     def _progress(self, item_id: str) -> None:
         """A line in ``make figures``' terminal: which item, and how many of the chapter's."""
         self._saved.add(item_id)
+        if progress.stream() is None:  # no terminal follows this notebook
+            return
+        if self._inventory_n is None:
+            self._inventory_n = inventory_count(self.chapter)
         progress.note(f"[{self.profile}/{self.chapter}] saved {item_id} "
-                      f"({len(self._saved)} of {inventory_count(self.chapter)} items)")
+                      f"({len(self._saved)} of {self._inventory_n} items)")
 
     # ------------------------------------------------------------------------- checks
     @property

@@ -82,22 +82,45 @@ def git_info(repo: str | os.PathLike | None = None, *, refresh: bool = False) ->
     return {"commit": commit, "dirty": dirty}
 
 
-def _package_version(name: str) -> str | None:
+def package_versions(*names: str) -> dict[str, str | None]:
+    """Installed version of each named distribution (``None`` where it is not installed)."""
+    out = {}
+    for name in names:
+        try:
+            out[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            out[name] = None
+    return out
+
+
+def cpu_model() -> str:
+    """The CPU's model name from /proc/cpuinfo (Linux), else what ``platform`` knows."""
     try:
-        return importlib.metadata.version(name)
-    except importlib.metadata.PackageNotFoundError:
-        return None
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown"
+
+
+def device_info() -> dict:
+    """The machine's compute devices (no host name): ``cpu`` (model), ``arch``, ``cores``,
+    ``gpus`` (every visible CUDA device's name; none on a CPU-only machine), ``cuda``."""
+    import torch  # local: keep `import lalr_core.core.provenance` light
+
+    gpus = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())] \
+        if torch.cuda.is_available() else []
+    return {"cpu": cpu_model(), "arch": platform.machine() or "unknown",
+            "cores": os.cpu_count(), "gpus": gpus,
+            "cuda": torch.version.cuda if gpus else None}
 
 
 def _device_description() -> str:
     """CPU description plus every visible CUDA device's name (no host name)."""
-    import torch  # local: keep `import lalr_core.core.provenance` light
-
-    cpu = f"cpu: {platform.machine() or 'unknown'}, {os.cpu_count()} cores"  # threads: torch_threads
-    if not torch.cuda.is_available():
-        return cpu
-    names = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
-    return f"{cpu}; cuda {torch.version.cuda}: " + ", ".join(names)
+    d = device_info()
+    cpu = f"cpu: {d['arch']}, {d['cores']} cores"  # threads: torch_threads
+    return f"{cpu}; cuda {d['cuda']}: " + ", ".join(d["gpus"]) if d["gpus"] else cpu
 
 
 @functools.lru_cache(maxsize=1)
@@ -107,7 +130,7 @@ def _environment_cached() -> tuple[tuple[str, object], ...]:
     info: dict[str, object] = {
         "lalr_core": __version__,
         "python": platform.python_version(),
-        **{name: _package_version(name) for name in _VERSIONED_PACKAGES},
+        **package_versions(*_VERSIONED_PACKAGES),
         "platform": f"{platform.system()} {platform.release()}",
         "device": _device_description(),
     }

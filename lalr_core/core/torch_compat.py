@@ -1,8 +1,26 @@
-"""Torch's own warnings that are not ours to fix, silenced where they start and nowhere else."""
+"""Process-wide torch settings: its thread count for a block, and torch's own warnings that
+are not ours to fix, silenced where they start and nowhere else."""
 
 from __future__ import annotations
 
+import contextlib
 import warnings
+from collections.abc import Iterator
+
+import torch
+
+
+@contextlib.contextmanager
+def torch_threads(n: int) -> Iterator[None]:
+    """Run the block on ``n`` torch threads, then restore the previous count."""
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"threads must be an int >= 1, got {n!r}")
+    old = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(old)
 
 
 def load_jvp_decompositions() -> None:

@@ -30,7 +30,7 @@ from __future__ import annotations
 import contextlib
 import statistics
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
@@ -39,6 +39,7 @@ from scipy import stats
 
 from lalr_core.core.optim import make_optimizer
 from lalr_core.core.text import finetuning_config
+from lalr_core.core.torch_compat import torch_threads
 from lalr_core.core.train import initial_model
 from lalr_core.methods.lalr.grouping import layer_matrices
 from lalr_core.methods.lalr.method import LALR
@@ -50,19 +51,6 @@ D_MODEL = 64
 R_SUPPORTED = 0.05            # digest X-L1: "claim supported at a configuration if r < 0.05"
 COLUMNS = ("n_blocks", "n_layers", "n_train", "t_epoch_s", "t_metrics_s", "t_grouping_s",
            "t_svd_s", "t_ce_s", "t_cs_s", "r")
-
-
-@contextlib.contextmanager
-def torch_threads(n: int) -> Iterator[None]:
-    """Run the block on ``n`` torch threads, then restore the previous count."""
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise ValueError(f"threads must be an int >= 1, got {n!r}")
-    old = torch.get_num_threads()
-    torch.set_num_threads(n)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(old)
 
 
 def median_time(fn: Callable[[], object], repeats: int = 3) -> float:

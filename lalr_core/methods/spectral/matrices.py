@@ -19,6 +19,7 @@ from threadpoolctl import threadpool_limits
 from torch import nn
 
 from lalr_core.core.layers import weight_layers
+from lalr_core.core.torch_compat import torch_threads
 
 CONV_MODES = ("flatten", "slices")
 ESD_METHODS = ("batched", "threads")
@@ -127,12 +128,9 @@ def worker_pool() -> Iterator[ThreadPoolExecutor]:
     process-wide while the pool is open and are restored on exit.
     """
     workers = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        with threadpool_limits(1, user_api="blas"), ThreadPoolExecutor(workers) as pool:
-            yield pool
-    finally:
-        torch.set_num_threads(workers)
+    with torch_threads(1), threadpool_limits(1, user_api="blas"), \
+            ThreadPoolExecutor(workers) as pool:
+        yield pool
 
 
 def _chunk_eigvals(W: torch.Tensor, lo: int, hi: int) -> torch.Tensor:

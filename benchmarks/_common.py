@@ -7,7 +7,7 @@ import os
 import time
 from dataclasses import asdict, dataclass
 
-from lalr_core.core.provenance import provenance
+from lalr_core.core.results.provenance import provenance
 
 
 def finish(res: dict, t0: float, json_path: str | None) -> None:

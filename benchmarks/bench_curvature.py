@@ -25,14 +25,14 @@ import torch
 from _common import BenchRow, emit_rows, finish  # benchmarks/ is on sys.path when a script runs
 from torch import nn
 
-from lalr_core.core.callbacks import FinalWeights
-from lalr_core.core.config import RunConfig
 from lalr_core.core.data import load_data
-from lalr_core.core.models import build_model
-from lalr_core.core.train import run_model, train
-from lalr_core.methods import curvature as cv
-from lalr_core.methods import top_eigen as te
-from lalr_core.methods.lalr import overhead
+from lalr_core.core.loop.callbacks import FinalWeights
+from lalr_core.core.loop.config import RunConfig
+from lalr_core.core.loop.train import run_model, train
+from lalr_core.core.models.networks import build_model
+from lalr_core.methods.curvature import operators as cv
+from lalr_core.methods.curvature import top_eigen
+from lalr_core.methods.layer_lr.lalr import overhead
 
 RTOL = 1e-3
 
@@ -75,7 +75,7 @@ def matvecs_to_top_eigenvalue() -> dict:
     op = cv.curvature_operator(model, nn.CrossEntropyLoss(), [(X, y)], "hessian")
     exact = float(torch.linalg.eigvalsh(cv.dense_hessian(model, nn.CrossEntropyLoss(), X, y))[-1])
     lanczos = cv.top_eigenpairs(op, k=1, tol=RTOL)
-    power = te.power_iteration(cv.CountingOperator(op), estimate="rayleigh", rtol=1e-9,
+    power = top_eigen.power_iteration(cv.CountingOperator(op), estimate="rayleigh", rtol=1e-9,
                                iters=2000, seed=0)
     n_power = next((k + 1 for k, lam in enumerate(power.values)
                     if abs(lam / exact - 1) <= RTOL), None)

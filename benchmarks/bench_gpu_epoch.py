@@ -2,7 +2,7 @@
 torch.compile change, as ratios measured in one run (on the device the run finds).
 
 1. ResNet-20 on CIFAR-10-shaped synthetic data (``--n-train`` images, batch ``--batch``,
-   crop + flip on the device, SGD with momentum) through `lalr_core.core.train.train`, float32
+   crop + flip on the device, SGD with momentum) through `lalr_core.core.loop.train.train`, float32
    and with bf16 autocast (``RunConfig.bf16``; CUDA only: not measured on a CPU). The epoch time is
    the median over the epochs after the first (the first pays for cuDNN's autotuning and the
    allocator), evaluation of the held-out split included, as a paper run pays it.
@@ -33,12 +33,12 @@ import torch.nn.functional as F
 from _common import BenchRow, emit_rows, finish  # benchmarks/ is on sys.path when a script runs
 
 from lalr_core.chapters import ch04_directedness as ch04
-from lalr_core.core.augmentation import augment
-from lalr_core.core.callbacks import CALLBACKS
-from lalr_core.core.config import RunConfig
+from lalr_core.core.data.augmentation import augment
+from lalr_core.core.loop.callbacks import CALLBACKS
+from lalr_core.core.loop.config import RunConfig
 from lalr_core.core.data import iterate_batches, load_data
-from lalr_core.core.models import build_model
-from lalr_core.core.train import resolve_device, train
+from lalr_core.core.models.networks import build_model
+from lalr_core.core.loop.train import resolve_device, train
 
 
 def loop_epoch_times(cfg: RunConfig, callbacks=()) -> list[float]:

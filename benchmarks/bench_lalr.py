@@ -29,7 +29,7 @@ import torch.nn.functional as F
 from _common import BenchRow, emit_rows, finish  # benchmarks/ is on sys.path when a script runs
 from torch import nn
 
-from lalr_core.methods.lalr import (
+from lalr_core.methods.layer_lr.lalr import (
     ce_metric,
     cross_entropy_matrix,
     cs_metric,
@@ -38,7 +38,7 @@ from lalr_core.methods.lalr import (
     svd_metric,
     weight_distributions,
 )
-from lalr_core.methods.lalr.metrics import mean_off_diagonal
+from lalr_core.methods.layer_lr.lalr.metrics import mean_off_diagonal
 
 D, HEADS, FF, DEPTH, SEQ = 768, 12, 3072, 12, 128
 EPOCH_STEPS = -(-67_349 // 32)  # SST-2 train set at batch 32

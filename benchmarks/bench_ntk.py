@@ -1,4 +1,4 @@
-"""Cost of the empirical NTK (`lalr_core.methods.ntk`, chapter on seed 002), measured in one run.
+"""Cost of the empirical NTK (`lalr_core.methods.ntk.empirical`, chapter on seed 002), measured in one run.
 
 The Gram matrix ``K = J J^T`` of ``--n`` (256) samples, three ways:
 
@@ -9,7 +9,7 @@ The Gram matrix ``K = J J^T`` of ``--n`` (256) samples, three ways:
   ``n * C`` backward passes), then ``J J^T``.
 
 Cases: BasicCNN (1 x 8 x 8 inputs, 10 classes, width 0.25, all parameters) with the scalar
-logit margin ``z1 - z0`` (digest B-4) and with all 10 logits (the trace over outputs); TinyTF
+logit margin ``z1 - z0`` (chapter 03's scalar output) and with all 10 logits (the trace over outputs); TinyTF
 (the default d = 32, 2 blocks, sequences of 16 tokens) with only the head and the ``q_proj`` /
 ``v_proj`` of both blocks trainable, standing in for LoRA, logit margin.
 
@@ -35,10 +35,10 @@ from _common import BenchRow, emit_rows, finish  # benchmarks/ is on sys.path wh
 from torch._C._profiler import _EventType  # private (torch 2.x): the allocation record's tag
 from torch.profiler import ProfilerActivity, profile
 
-from lalr_core.core.models import build_model
-from lalr_core.core.text.tinytf import TinyTFClassifier, TinyTFConfig
-from lalr_core.methods import ntk
-from lalr_core.methods.lalr import overhead
+from lalr_core.core.models.networks import build_model
+from lalr_core.methods.pretrained.text.tinytf import TinyTFClassifier, TinyTFConfig
+from lalr_core.methods.ntk import empirical as ntk
+from lalr_core.methods.layer_lr.lalr import overhead
 
 MIB = 2 ** 20
 

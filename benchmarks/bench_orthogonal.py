@@ -1,7 +1,7 @@
 """Cost of gradient orthogonalisation (Orth-SGDM, chapter 06) as ratios measured in one run.
 
 1. Step: one training step (forward + backward + optimiser step) of CIFAR ResNet-20 on a
-   synthetic CIFAR-shaped batch of 128 (float32, channels_last as ``lalr_core.core.train``), with
+   synthetic CIFAR-shaped batch of 128 (float32, channels_last as ``lalr_core.core.loop.train``), with
    SGDM (lr 1e-2, momentum 0.9, wd 5e-4) plain, with the SVD polar factor and with Newton-Schulz,
    all built by ``make_optimizer``. ``--repeats`` rounds of ``--steps`` steps each, after a
    warm-up, alternate the three step by step; medians give the overhead ``orth/sgdm - 1``. The
@@ -27,10 +27,11 @@ import torch
 import torch.nn.functional as F
 from _common import BenchRow, emit_rows, finish  # benchmarks/ is on sys.path when a script runs
 
-from lalr_core.core.config import RunConfig
-from lalr_core.core.models import build_model
-from lalr_core.core.train import make_optimizer
-from lalr_core.methods.orthogonal import GradTransform, newton_schulz, svd_polar
+from lalr_core.core.loop.config import RunConfig
+from lalr_core.core.models.networks import build_model
+from lalr_core.core.loop.train import make_optimizer
+from lalr_core.methods.orthogonal.transform import GradTransform
+from lalr_core.methods.orthogonal.polar import newton_schulz, svd_polar
 
 VARIANTS = {"sgdm": ("none", "svd"), "orth_svd": ("orth", "svd"),
             "orth_ns": ("orth", "newton_schulz")}  # name -> (GradTransform's transform, method)

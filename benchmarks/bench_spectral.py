@@ -1,4 +1,4 @@
-"""Cost of ``lalr_core.methods.spectral`` vs the literal recipe, as ratios measured in one run.
+"""Cost of ``lalr_core.methods.spectra`` vs the literal recipe, as ratios measured in one run.
 
 On torchvision ResNet-18 (10 classes, random init; 21 conv / linear layers, conv="flatten"):
 
@@ -30,8 +30,8 @@ import powerlaw
 import torch
 from _common import BenchRow, emit_rows, finish  # benchmarks/ is on sys.path when a script runs
 
-from lalr_core.core.models import build_model
-from lalr_core.methods import spectral
+from lalr_core.core.models.networks import build_model
+from lalr_core.methods import spectra as spectral
 
 PL_RANGES = {"alpha": [1, 20]}  # powerlaw 2.0 clips alpha to [0, 3] by default
 

@@ -24,10 +24,10 @@ import torch
 import torch.nn.functional as F
 from _common import BenchRow, emit_rows, finish  # benchmarks/ is on sys.path when a script runs
 
-from lalr_core.core.config import RunConfig
-from lalr_core.core.models import build_model
-from lalr_core.core.train import make_optimizer
-from lalr_core.methods.tempbalance_callback import TempBalance, TempBalanceCallback
+from lalr_core.core.loop.config import RunConfig
+from lalr_core.core.models.networks import build_model
+from lalr_core.core.loop.train import make_optimizer
+from lalr_core.methods.layer_lr.tempbalance.callback import TempBalance, TempBalanceCallback
 
 TARGET = 0.02  # the issue's: the refit under 2 % of an epoch (stated for a GPU)
 CASES = {  # name -> (model, in_channels, image side, classes, batch, steps per epoch)

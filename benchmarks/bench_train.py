@@ -6,7 +6,7 @@ crop with 4-pixel padding + horizontal flip) and SGD with momentum:
 
 - baseline: ``torch.utils.data.DataLoader`` over the uint8 images with per-sample torchvision
   transforms (the usual tutorial loop), NCHW memory format;
-- ours: ``lalr_core.core.train`` pieces: normalised device-resident tensors, batched on-device
+- ours: ``lalr_core.core.loop.train`` pieces: normalised device-resident tensors, batched on-device
   augmentation, channels_last.
 
 The two are interleaved for ``--repeats`` rounds and the median images/s of each is reported
@@ -24,9 +24,9 @@ import torch.nn.functional as F
 from _common import BenchRow, emit_rows  # benchmarks/ is on sys.path when a script runs
 from torchvision.transforms import v2
 
-from lalr_core.core.augmentation import augment
+from lalr_core.core.data.augmentation import augment
 from lalr_core.core.data import iterate_batches
-from lalr_core.core.models import build_model
+from lalr_core.core.models.networks import build_model
 
 
 def _synthetic_uint8(n: int, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:

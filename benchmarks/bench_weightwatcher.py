@@ -37,7 +37,7 @@ import torch
 import torchvision
 from _common import BenchRow, emit_rows, finish  # benchmarks/ is on sys.path when a script runs
 
-from lalr_core.methods import spectral
+from lalr_core.methods import spectra as spectral
 
 WW_VERSION = "0.7.7"
 MIN_EIGS = 50         # layers compared: at least this many eigenvalues (fc has 10)

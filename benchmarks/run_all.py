@@ -35,7 +35,7 @@ from pathlib import Path
 from _common import ROWS_ENV, BenchRow  # benchmarks/ is on sys.path when a script runs
 
 from lalr_core.core.atomic_io import atomic_write_text
-from lalr_core.core.provenance import device_info, package_versions, provenance
+from lalr_core.core.results.provenance import device_info, package_versions, provenance
 
 HERE = Path(__file__).resolve().parent
 PREFIX = "bench_"
@@ -192,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
     if not todo:
         parser.error(f"no {PREFIX}*.py in {args.benchmarks}")
     if args.out is None:
-        from lalr_core.core.figures import default_root  # local: matplotlib, pandas take seconds
+        from lalr_core.core.results.writer import default_root  # local: matplotlib, pandas take seconds
 
         args.out = default_root() / "bench"
     out = args.out

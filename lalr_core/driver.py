@@ -19,14 +19,14 @@ import threading
 import time
 from pathlib import Path
 
-from lalr_core.core.data import DatasetMissingError, ensure_dataset
 from lalr_core.chapters import CHAPTERS, chapter_settings, prepared_datasets
-from lalr_core.core.figures import FIGURES_ENV, default_root
+from lalr_core.core.data import DatasetMissingError, ensure_dataset
+from lalr_core.core.loop.config import check_profile
 from lalr_core.core.progress import PROGRESS_ENV, follow
+from lalr_core.core.results.provenance import repo_root
+from lalr_core.core.results.report import build_report
+from lalr_core.core.results.writer import FIGURES_ENV, default_root
 from lalr_core.core.runs import EXECUTOR_ENV, EXECUTORS
-from lalr_core.core.config import check_profile
-from lalr_core.core.provenance import repo_root
-from lalr_core.core.report import build_report
 from lalr_core.plan import dry_run
 
 
@@ -123,9 +123,12 @@ def run_notebooks(chapters: list[str], notebooks: dict[str, Path], profile: str,
     os.environ[FIGURES_ENV] = str(out_root.resolve())  # the kernels' FigureWriter writes here
     if executor is not None:
         os.environ[EXECUTOR_ENV] = executor  # every sweep in every kernel uses it
-    progress_file = out_root / profile / "progress.log"
+    # The kernels append every bar redraw to a live file; the terminal gets it as it comes,
+    # progress.log one line per bar's final state and per saved item.
+    progress_file = out_root / profile / "progress.live"
     progress_file.unlink(missing_ok=True)
     os.environ[PROGRESS_ENV] = str(progress_file.resolve())
+    readable = (out_root / profile / "progress.log").open("w", encoding="utf-8")
     records = []
     for chapter in chapters:
         nb = notebooks[chapter]
@@ -133,7 +136,7 @@ def run_notebooks(chapters: list[str], notebooks: dict[str, Path], profile: str,
         print(f"[{profile}] {nb.name} ...", flush=True)
         stop = threading.Event()
         follower = threading.Thread(target=follow, args=(progress_file, sys.stderr, stop),
-                                    daemon=True)
+                                    kwargs={"log": readable}, daemon=True)
         follower.start()
         try:
             pm.execute_notebook(str(nb), str(out_dir / nb.name), parameters={"profile": profile},
@@ -148,6 +151,8 @@ def run_notebooks(chapters: list[str], notebooks: dict[str, Path], profile: str,
         seconds = time.perf_counter() - t0
         print(f"[{profile}] {nb.name}: {status} in {seconds:.1f} s", flush=True)
         records.append({"notebook": nb.name, "seconds": round(seconds, 1), "status": status})
+    readable.close()
+    progress_file.unlink(missing_ok=True)
     return records
 
 

@@ -3,7 +3,7 @@ trained.
 
 ``make figures PROFILE=paper CHAPTERS=04 DRY_RUN=1`` (``python -m lalr_core.driver ...
 --dry-run``) calls `dry_run`. For each chapter it builds the settings and every run config of
-its sections (`lalr_core.core.chapter.Chapter.all_runs`), plus the pretraining runs those
+its sections (`lalr_core.core.runs.chapter.Chapter.all_runs`), plus the pretraining runs those
 fetch (a task's ``pretrained`` config: trained on a cache miss, once), and for each distinct
 model (task, model, width, dataset, batch size):
 
@@ -47,8 +47,8 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from lalr_core.chapters import chapter, prepared_datasets
 from lalr_core.core.atomic_io import atomic_write_text
-from lalr_core.core.chapter import Chapter
-from lalr_core.core.config import RunConfig
+from lalr_core.core.runs.chapter import Chapter
+from lalr_core.core.loop.config import RunConfig
 from lalr_core.core.data import (
     DATASETS,
     DEBIAN_FASHION_MNIST_DIR,
@@ -57,11 +57,11 @@ from lalr_core.core.data import (
     data_root,
     ensure_dataset,
 )
-from lalr_core.core.figures import default_root
-from lalr_core.core.tasks import ImageClassification
-from lalr_core.core.text.corpus import LONG_LENGTH, SHORT
-from lalr_core.core.text.hf import TINY_SPLIT, HFSequenceClassificationTask
-from lalr_core.core.text.tasks import MLMTask, SequenceClassificationTask
+from lalr_core.core.results.writer import default_root
+from lalr_core.core.loop.tasks import ImageClassification
+from lalr_core.methods.pretrained.text.corpus import LONG_LENGTH, SHORT
+from lalr_core.methods.pretrained.text.hf import TINY_SPLIT, HFSequenceClassificationTask
+from lalr_core.methods.pretrained.text.tasks import MLMTask, SequenceClassificationTask
 
 # Our loop's measured epoch (benchmarks/measured/bench_gpu_epoch_h200_2026-11-26.json): ResNet-20,
 # 50,000 CIFAR-10-shaped images at batch 1024 + 1,000 test images evaluated, crop + flip, SGDM.
@@ -90,6 +90,9 @@ OTHER_WORK = {
     "04": "seed 003's E13 batch size x lr grid (methods.batch_scaling, a small teacher task), "
           "the random-walk simulations and the Monte-Carlo listings",
     "05": "the known-matrix experiments (listing F.1, appendix H) and the test functions",
+    "05b": "all of it: the lecture notes' second-order toys (Newton, Gauss-Newton, natural "
+           "gradient, damping and saddles, sharpness vs batch size) train no network through "
+           "the shared loop",
     "06": "figs 5.7 and 5.8 on ImageNet (imagenet.classifier_unit, barlow_twins_unit; ImageNet "
           "is not fetched by make data) and the fig 5.8 / 5.9 Barlow Twins and Poisson VAE runs",
     "07": "all of it: no network is trained through the shared loop (NNGP, mean-field maps, "

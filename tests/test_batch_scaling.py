@@ -1,4 +1,4 @@
-"""Oracles for `lalr_core.methods.batch_scaling` (seed 003, E13; chapter 04)."""
+"""Oracles for `lalr_core.methods.trajectory.batch_scaling` (seed 003, E13; chapter 04)."""
 
 import math
 
@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 import torch
 
-from lalr_core.methods import batch_scaling as bs
+from lalr_core.methods.trajectory import batch_scaling as bs
 from lalr_core.methods import trajectory as tj
 
 TASK = bs.Task(d=4, width=8, n_eval=256)

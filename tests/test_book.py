@@ -18,7 +18,8 @@ import pandas as pd
 import pytest
 
 from lalr_core import book
-from lalr_core.core import figures, report
+from lalr_core.core.results import inventory as inventory_module
+from lalr_core.core.results import report, writer
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
@@ -76,7 +77,7 @@ def _check_book(profile_dir: Path) -> tuple[list[dict], _Page]:
     index = book.build_book(profile_dir.name, root=profile_dir.parent)
     book_dir = index.parent
     chapters = {p.stem for p in (profile_dir / "notebooks").glob("*.ipynb")}
-    rows = [r for r in report.read_inventory(report.default_inventory())
+    rows = [r for r in inventory_module.read_inventory(inventory_module.default_inventory())
             if r["chapter"] in chapters]
     records = report.item_records(profile_dir, rows)
     page = _Page(index)
@@ -133,7 +134,7 @@ def test_find_cell_prefers_the_saving_cell_then_the_time_it_ran():
 @pytest.fixture
 def toy_dir(tmp_path):
     """A hand-made smoke root: one executed notebook, its outputs, checks and REPORT.md."""
-    out = figures.FigureWriter("09_toy", "smoke", "09_toy.ipynb", root=tmp_path)
+    out = writer.FigureWriter("09_toy", "smoke", "09_toy.ipynb", root=tmp_path)
     fig, ax = plt.subplots(figsize=(1, 1))
     ax.plot([0, 1])
     out.savefig(fig, "figX")
@@ -156,7 +157,7 @@ def toy_dir(tmp_path):
     rows = [("09_toy", "figX", "figure", "a line"), ("09_toy", "tabY", "table", "a table"),
             ("09_toy", "figZA", "figure", "panel A"), ("09_toy", "figW", "figure", "never made"),
             ("10_other", "figV", "figure", "a chapter not run")]
-    pd.DataFrame([(*r, "", "") for r in rows], columns=report.INVENTORY_COLUMNS).to_csv(
+    pd.DataFrame([(*r, "", "") for r in rows], columns=inventory_module.INVENTORY_COLUMNS).to_csv(
         inventory, index=False)
     report.build_report("smoke", root=tmp_path, inventory=inventory)
     return tmp_path / "smoke", inventory

@@ -12,8 +12,8 @@ from scipy import stats
 from lalr_core.chapters import ch01_lalr as cl
 from lalr_core.chapters.ch01_lalr import mechanics
 from lalr_core.chapters.ch01_lalr import mechanisms as mech
-from lalr_core.core.evidence import Evidence, rank_correlation
-from lalr_core.core.text.tinytf import TinyTFClassifier, TinyTFConfig
+from lalr_core.core.results.evidence import Evidence, rank_correlation
+from lalr_core.methods.pretrained.text.tinytf import TinyTFClassifier, TinyTFConfig
 
 
 def _run(losses=None, probes=None, val_acc=None):

@@ -14,9 +14,9 @@ import torch
 from torch import nn
 
 from lalr_core.chapters import ch01_lalr as cl
-from lalr_core.core.config import OPTIMIZERS, RunConfig
-from lalr_core.methods.lalr import LALR
-from lalr_core.methods.tempbalance_callback import TempBalance
+from lalr_core.core.loop.config import OPTIMIZERS, RunConfig
+from lalr_core.methods.layer_lr.lalr import LALR
+from lalr_core.methods.layer_lr.tempbalance.callback import TempBalance
 
 SMOKE = cl.CHAPTER.settings("smoke")
 
@@ -29,7 +29,7 @@ def test_every_profile_constructs_and_quick_is_the_stated_protocol():
     assert (q.mlm_epochs, q.n_train, q.epochs, q.base_lr, q.batch_size) == (15, 500, 6, 1e-3, 32)
     assert q.seeds >= 5 and q.order_seeds >= 5 and q.tasks == ("sent", "acc")
     assert (q.small_n_train, q.small_epochs) == (200, 12)
-    assert cl.CHAPTER.settings("paper").n_train == 1000          # the digest's size
+    assert cl.CHAPTER.settings("paper").n_train == 1000          # P-LALR's planned size
 
 
 @pytest.mark.parametrize("overrides, match", [

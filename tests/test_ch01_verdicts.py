@@ -15,9 +15,9 @@ from scipy import stats
 from torch import nn
 
 from lalr_core.chapters import ch01_lalr as cl
-from lalr_core.core.config import RunConfig
-from lalr_core.core.evidence import Evidence
-from lalr_core.methods.lalr import LALR
+from lalr_core.core.loop.config import RunConfig
+from lalr_core.core.results.evidence import Evidence
+from lalr_core.methods.layer_lr.lalr import LALR
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

@@ -10,7 +10,7 @@ from scipy import stats
 
 from lalr_core.chapters import ch02_tempbalance as tb
 from lalr_core.chapters import chapter_settings
-from lalr_core.core.evidence import Evidence
+from lalr_core.core.results.evidence import Evidence
 
 N_TEST = 40
 
@@ -179,7 +179,7 @@ def test_beside_source_reports_differences_and_judges_only_when_asked():
 
 
 def test_the_quick_profile_has_five_seeds_for_the_accuracy_claims():
-    assert chapter_settings("02", "quick").seeds >= 5            # issue 12
+    assert chapter_settings("02", "quick").seeds >= 5            # enough seeds for decidable verdicts
 
 
 def test_delta_gap_keeps_each_delta_an_equal_weight_mean():

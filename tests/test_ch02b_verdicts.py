@@ -11,7 +11,7 @@ import pytest
 
 from lalr_core.chapters import ch02b_htsr_pruning as px
 from lalr_core.chapters import chapter_settings
-from lalr_core.core.evidence import Evidence
+from lalr_core.core.results.evidence import Evidence
 
 N = 400  # test examples of the synthetic runs
 

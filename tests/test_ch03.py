@@ -10,12 +10,12 @@ import torch
 from lalr_core.chapters import ch01_lalr, chapter_settings
 from lalr_core.chapters import ch03_ntk as nt
 from lalr_core.chapters.ch03_ntk import measures as ms
-from lalr_core.core.callbacks import FinalWeights
-from lalr_core.core.config import RunConfig
-from lalr_core.core.text.tasks import finetuning_config
-from lalr_core.core.train import initial_model, train
-from lalr_core.methods.model_transforms import TransformedTask
-from lalr_core.methods.proximal import ProximalPull
+from lalr_core.core.loop.callbacks import FinalWeights
+from lalr_core.core.loop.config import RunConfig
+from lalr_core.methods.pretrained.text.tasks import finetuning_config
+from lalr_core.core.loop.train import initial_model, train
+from lalr_core.methods.pretrained.transforms import TransformedTask
+from lalr_core.methods.pretrained.proximal import ProximalPull
 
 
 @pytest.mark.parametrize("bad, name", [
@@ -106,7 +106,7 @@ def test_lipschitz_estimate_is_the_jacobian_norm_on_a_linear_model():
     assert lip_f == pytest.approx(float(torch.linalg.matrix_norm(A, 2))) and lip_g == 0.0
 
 
-def test_stable_lr_is_the_digest_step_or_the_default():
+def test_stable_lr_is_half_over_2_lambda_max_plus_lambda_or_the_default():
     toy = _toy()
     J0 = toy.jacobian(toy.theta0)
     lam_max = float(torch.linalg.eigvalsh(J0 @ J0.T)[-1])

@@ -8,6 +8,7 @@ import pytest
 
 from lalr_core.chapters import ch04_directedness as ch4
 from lalr_core.chapters import chapter_settings
+from lalr_core.core.results.evidence import per_seed
 from lalr_core.methods import trajectory as tj
 
 
@@ -37,8 +38,8 @@ def test_seed_notes_na_only_when_every_seed_diverged():
 
 
 def test_per_seed_is_nan_where_a_run_diverged():
-    vals = ch4.per_seed([run(x=1.0), run(True, 5, x=9.0), run(x=3.0)],
-                        lambda r: r["callbacks"]["trajectory"]["x"])
+    vals = per_seed([run(x=1.0), run(True, 5, x=9.0), run(x=3.0)],
+                    lambda r: r["callbacks"]["trajectory"]["x"], nan_if_diverged=True)
     np.testing.assert_array_equal(np.isnan(vals), [False, True, False])
     assert vals[0] == 1.0 and vals[2] == 3.0
 

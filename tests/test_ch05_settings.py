@@ -8,7 +8,7 @@ import pytest
 
 from lalr_core.chapters import ch05_quasi_newton as qn
 from lalr_core.chapters import chapter_settings
-from lalr_core.core.config import OPTIMIZERS
+from lalr_core.core.loop.config import OPTIMIZERS
 
 
 @pytest.mark.parametrize("bad, name", [

@@ -1,4 +1,4 @@
-"""`lalr_core.core.chapter`: typed settings (coercion, ranges, overrides) and the chapter's
+"""`lalr_core.core.runs.chapter`: typed settings (coercion, ranges, overrides) and the chapter's
 run registry (sections, de-duplicated union ordered by run cost), against explicit oracles."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from typing import Any, Optional
 
 import pytest
 
-from lalr_core.core.chapter import Chapter, ChapterSettings, positive
-from lalr_core.core.config import PROFILES, RunConfig
+from lalr_core.core.runs.chapter import Chapter, ChapterSettings, positive
+from lalr_core.core.loop.config import PROFILES, RunConfig
 
 
 @dataclass(frozen=True)

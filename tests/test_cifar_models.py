@@ -6,7 +6,7 @@ Counts are taken on the ``meta`` device (no weight init), forwards at reduced wi
 import pytest
 import torch
 
-from lalr_core.core.cifar_models import (
+from lalr_core.core.models.cifar import (
     CIFAR_MODEL_NAMES,
     MINI_MODELS,
     CifarDenseNet,
@@ -14,7 +14,7 @@ from lalr_core.core.cifar_models import (
     CifarWideResNet,
     build_cifar_model,
 )
-from lalr_core.core.models import MODEL_NAMES, CifarResNet, build_model, num_parameters
+from lalr_core.core.models.networks import MODEL_NAMES, CifarResNet, build_model, num_parameters
 
 FULL_SIZE = [n for n in CIFAR_MODEL_NAMES if n not in MINI_MODELS]
 
@@ -240,13 +240,13 @@ def test_bad_input():
 @pytest.mark.parametrize("name,blocks", [("resnet18_mini", (1, 1, 1)),
                                          ("resnet34_mini", (2, 2, 2))])
 def test_mini_resnet_module_count_follows_the_61_109_rule(name, blocks):
-    # seed 001 digest I.2.1: stem conv, stem BN, linear + one wrapper per stage + 6 per block
+    # seed 001's "ResNet18 has 61 modules" rule, our reading: stem conv, stem BN, linear + one wrapper per stage + 6 per block
     # + 2 per projection shortcut (stages 2 and 3 change shape): 28 for R18m, 46 for R34m.
     model = build_model(name, in_channels=1, num_classes=10, image_size=8)
     assert len(list(model.named_modules())) - 1 == 3 + len(blocks) + 6 * sum(blocks) + 2 * 2
 
 
-def test_mini_models_have_the_digest_layouts():
+def test_mini_models_have_the_planned_widths_and_depths():
     vgg = build_model("vgg_mini", in_channels=1, image_size=8)
     convs = [m for m in vgg.modules() if isinstance(m, torch.nn.Conv2d)]
     assert [c.out_channels for c in convs] == [16, 16, 32, 32, 64, 64, 64, 64]

@@ -6,8 +6,14 @@ import pytest
 import torch
 from torch import nn
 
-from lalr_core.methods.cka import centred_gram, cka, cka_matrix, collect_activations, hsic
-from lalr_core.core.models import build_model
+from lalr_core.methods.similarity.cka import (
+    centred_gram,
+    cka,
+    cka_matrix,
+    collect_activations,
+    hsic,
+)
+from lalr_core.core.models.networks import build_model
 
 
 def _randn(*shape, seed=0):

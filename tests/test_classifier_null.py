@@ -9,9 +9,10 @@ import pytest
 import torch
 
 from lalr_core.chapters import chapter_settings
+from lalr_core.chapters import ch06_orthogonal_sgdm as ox
 from lalr_core.chapters.ch06_orthogonal_sgdm import classifier_null as cn
 from lalr_core.chapters.ch06_orthogonal_sgdm import read_source, untuned, with_probes
-from lalr_core.core.models import build_model
+from lalr_core.core.models.networks import build_model
 
 
 def _ce_gradient(C=10, d=48, B=128, seed=0):
@@ -77,7 +78,7 @@ def test_probe_table_is_cached_and_labelled(tmp_path, monkeypatch, one_thread):
 
 def test_null_configs_pair_the_suite_runs_with_drop_runs():
     s = chapter_settings("06", "smoke", {"null_seeds": {"basic_cnn": 2, "mlp": 1}})
-    cfgs, callbacks = cn.null_configs(s)
+    cfgs, callbacks = ox.null_configs(s)
     rules = [(c.model, c.seed, cn.rule_of(c)) for c in cfgs]
     assert rules == [("basic_cnn", 0, "complete"), ("basic_cnn", 0, "drop"),
                      ("basic_cnn", 0, "newton_schulz"), ("basic_cnn", 1, "complete"),
@@ -93,7 +94,7 @@ def test_null_configs_pair_the_suite_runs_with_drop_runs():
                        ({"null_steps": 0}, "null_steps"),
                        ({"null_f32_steps": 0}, "null_f32_steps")):
         with pytest.raises(ValueError, match=match):
-            cn.null_configs(chapter_settings("06", "smoke", bad))
+            ox.null_configs(chapter_settings("06", "smoke", bad))
 
 
 def test_source_gap_is_table_5_6_conv_minus_all_layer():
@@ -110,7 +111,7 @@ def _result(acc, correct=None):
 
 def test_null_accuracy_pairs_seeds_or_bootstraps_one_seed():
     s = chapter_settings("06", "smoke", {"null_seeds": {"basic_cnn": 3, "mlp": 1}})
-    cfgs, _ = cn.null_configs(s)
+    cfgs, _ = ox.null_configs(s)
     hits = np.zeros(100, dtype=bool)
     hits_c, hits_d = hits.copy(), hits.copy()
     hits_c[:52], hits_d[:50] = True, True                  # complete 0.52, drop 0.50

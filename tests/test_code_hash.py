@@ -1,4 +1,4 @@
-"""Tests of `lalr_core.core.code_hash`: which edits change a code fingerprint.
+"""Tests of `lalr_core.core.runs.code_hash`: which edits change a code fingerprint.
 
 Oracles: a tiny package written into tmp_path (edited between calls), a copy of the real
 package edited the same way, and the closures spelled out by hand.
@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 import lalr_core
-from lalr_core.core import code_hash
-from lalr_core.core.code_hash import code_fingerprint, module_closure
+from lalr_core.core.runs import code_hash
+from lalr_core.core.runs.code_hash import code_fingerprint, module_closure
 
 FILES = {
     "__init__.py": '"""Fake package."""\n',
@@ -143,8 +143,8 @@ def test_bad_module_names(fake):
 
 
 def test_real_units_closure_excludes_methods():
-    closure = module_closure(["lalr_core.core.units"])
-    assert "lalr_core.core.train" in closure and "lalr_core.core.callbacks" in closure
+    closure = module_closure(["lalr_core.core.runs.units"])
+    assert "lalr_core.core.loop.train" in closure and "lalr_core.core.loop.callbacks" in closure
     assert not any(m.startswith(("lalr_core.methods", "lalr_core.chapters")) for m in closure)
 
 
@@ -155,19 +155,20 @@ def _module_file(name):
 
 
 def test_train_unit_code_modules_name_the_runs_plugins():
-    from lalr_core.core.callbacks import CALLBACKS
-    from lalr_core.core.config import RunConfig
+    from lalr_core.core.loop.callbacks import CALLBACKS
+    from lalr_core.core.loop.config import RunConfig
     from lalr_core.core.runs import unit_fingerprint, unit_modules
-    from lalr_core.core.units import train_unit
-    from lalr_core.methods.tempbalance_callback import TempBalance
+    from lalr_core.core.runs.units import train_unit
+    from lalr_core.methods.layer_lr.tempbalance.callback import TempBalance
 
     traj_module = CALLBACKS["trajectory"].__module__  # the module defining the callback
     assert traj_module.startswith("lalr_core.methods.trajectory")
     plain = {"run": RunConfig().key(), "callbacks": {"weights": {}}}
     traj = {"run": RunConfig().key(), "callbacks": {"trajectory": {"window": 5}}}
     tb = {"run": RunConfig(methods=(TempBalance(),)).key(), "callbacks": {}}
-    core = ["lalr_core.core.optim", "lalr_core.core.tasks", "lalr_core.core.units"]  # task, sgdm
-    assert unit_modules(train_unit, plain) == sorted(["lalr_core.core.callbacks", *core])
+    core = ["lalr_core.core.loop.optim", "lalr_core.core.loop.schedules", "lalr_core.core.loop.tasks",
+            "lalr_core.core.runs.units"]  # sgdm, the schedule, the task
+    assert unit_modules(train_unit, plain) == sorted(["lalr_core.core.loop.callbacks", *core])
     assert unit_modules(train_unit, traj) == sorted([*core, traj_module])
     assert TempBalance.__module__ in unit_modules(train_unit, tb)
     assert unit_fingerprint(train_unit, traj) != unit_fingerprint(train_unit, plain)
@@ -176,10 +177,10 @@ def test_train_unit_code_modules_name_the_runs_plugins():
                 "callbacks": {"pruned_start": {"pretrained": {**tb, "callbacks": {"weights": {}}},
                                                "ratios": {"conv1": 0.5}}}}
     assert unit_modules(train_unit, finetune) == sorted(  # the pretraining's code counts too
-        {"lalr_core.core.callbacks", *core, prune, TempBalance.__module__})
+        {"lalr_core.core.loop.callbacks", *core, prune, TempBalance.__module__})
     # a chapter's task and a method's optimiser factory count too (Barlow Twins with LARS)
     from lalr_core.chapters.ch06_orthogonal_sgdm.unsupervised import BarlowTwinsTask
-    from lalr_core.methods.orthogonal import lars
+    from lalr_core.methods.orthogonal.lars import lars
     bt = {"run": RunConfig(optimizer="lars", epochs=1, task=BarlowTwinsTask()).key(),
           "callbacks": {}}
     assert {BarlowTwinsTask.__module__, lars.__module__} <= set(unit_modules(train_unit, bt))
@@ -189,7 +190,7 @@ def test_train_unit_code_modules_name_the_runs_plugins():
 
 def test_a_fix_to_a_method_invalidates_only_its_runs(tmp_path):
     """On a copy of the real package: edit the trajectory callback's module, then train.py."""
-    from lalr_core.core.callbacks import CALLBACKS
+    from lalr_core.core.loop.callbacks import CALLBACKS
 
     traj_module = CALLBACKS["trajectory"].__module__
     shutil.copytree(Path(lalr_core.__file__).parent, tmp_path / "lalr_core",
@@ -197,7 +198,7 @@ def test_a_fix_to_a_method_invalidates_only_its_runs(tmp_path):
 
     def prints():
         code_hash.clear_cache()
-        base = ["lalr_core.core.units", "lalr_core.core.callbacks"]
+        base = ["lalr_core.core.runs.units", "lalr_core.core.loop.callbacks"]
         return (code_fingerprint(base, root=tmp_path),
                 code_fingerprint([*base, traj_module], root=tmp_path))
 
@@ -211,7 +212,7 @@ def test_a_fix_to_a_method_invalidates_only_its_runs(tmp_path):
     append(traj_module, "\n_FIXED = True\n")
     plain2, traj2 = prints()
     assert plain2 == plain and traj2 != traj
-    append("lalr_core.core.train", "\n_FIXED = True\n")
+    append("lalr_core.core.loop.train", "\n_FIXED = True\n")
     plain3, traj3 = prints()
     assert plain3 != plain2 and traj3 != traj2
     code_hash.clear_cache()

@@ -1,4 +1,4 @@
-"""Tests of lalr_core.methods.cumulants (seed 004 appendix H): the cumulants of the squared
+"""Tests of lalr_core.methods.curvature.cumulants (seed 004 appendix H): the cumulants of the squared
 gradient norm ``s = ||H eps||^2`` at ``theta* + eps``, ``eps ~ N(0, I)``, on a quadratic with a
 symmetric PSD Hessian (the source's assumptions), and the cubic eigenvalue profile."""
 
@@ -9,7 +9,7 @@ import pytest
 import torch
 from scipy import integrate
 
-from lalr_core.methods import cumulants as cu
+from lalr_core.methods.curvature import cumulants as cu
 
 
 def known_spectrum_matrix(lam, seed=0):
@@ -50,7 +50,7 @@ def test_one_eigenvalue_is_a_scaled_chi_square():
 def test_thesis_matrix_h1_h2(one_thread):
     """Figs H.1/H.2 at the source's setting (X 500 x 400 N(0, 1)): the cubic a t + b t^3 fits
     the ascending eigenvalues (R^2 > 0.95); 20 000 draws give kappa_1..3 within 2%, 5%, 15%
-    (digest sec. 6); the magnitudes are the thesis's (1e8, 1e14, 1e21); the draws are
+    (our tolerances); the magnitudes are the thesis's (1e8, 1e14, 1e21); the draws are
     right-skewed (kappa_3 > 0)."""
     H = cu.thesis_matrix(seed=0)
     assert H.shape == (cu.X_COLS, cu.X_COLS)

@@ -9,8 +9,8 @@ import torch
 from torch import nn
 from torch.func import functional_call
 
-from lalr_core.methods import curvature as cv
-from lalr_core.methods import top_eigen as te
+from lalr_core.methods.curvature import operators as cv
+from lalr_core.methods.curvature import top_eigen
 
 pytestmark = [pytest.mark.usefixtures("one_thread"),
               # torch's jvp decompositions use the deprecated torch.jit.script on first use
@@ -189,13 +189,13 @@ def test_power_iteration_finds_largest_magnitude_eigenvalue_of_a_model_hessian()
     i = int(lam.abs().argmax())
     seen = []
     op = cv.CountingOperator(cv.curvature_operator(model, loss_fn, _batches(X, y)))
-    res = te.power_iteration(op, estimate="rayleigh", rtol=1e-12, iters=2000,
+    res = top_eigen.power_iteration(op, estimate="rayleigh", rtol=1e-12, iters=2000,
                              callback=lambda t, v, lam_t: seen.append(t))
     assert res.converged and seen == list(range(1, res.iters + 1))
     assert op.count == res.iters == len(res.values)
     assert math.isclose(res.value, float(lam[i]), rel_tol=RTOL)
     assert abs(float(res.vector @ vec[:, i])) > 1 - 1e-6
-    norm = te.power_iteration(op, estimate="norm", rtol=1e-12, iters=2000, reference=vec[:, i])
+    norm = top_eigen.power_iteration(op, estimate="norm", rtol=1e-12, iters=2000, reference=vec[:, i])
     assert math.isclose(norm.value, abs(float(lam[i])), rel_tol=RTOL)
     assert abs(norm.cos[-1]) > 1 - 1e-6
 
@@ -206,7 +206,7 @@ def test_power_iteration_needs_more_matvecs_than_eigsh_on_a_small_gap():
     pairs = cv.top_eigenpairs(A, 1, tol=rtol)
     assert abs(float(pairs.values[0]) - 1.0) <= rtol
     op = cv.CountingOperator(A)
-    res = te.power_iteration(op, estimate="rayleigh", rtol=1e-14, iters=3000)
+    res = top_eigen.power_iteration(op, estimate="rayleigh", rtol=1e-14, iters=3000)
     assert op.count == res.iters == len(res.values)
     cost = cv.matvecs_to_tolerance(res.values, 1.0, rtol)
     assert cost is not None and math.isclose(res.value, 1.0, rel_tol=1e-10)
@@ -274,9 +274,9 @@ def test_bad_input_raises_value_error():
         lambda: cv.top_eigenpairs(A, 1, which="SA"),
         lambda: cv.top_eigenpairs(A + torch.triu(torch.ones(20, 20, dtype=A.dtype), 1), 1),
         lambda: cv.top_eigenpairs(torch.ones(3, 4), 1),
-        lambda: te.power_iteration(A, rtol=0.0),
-        lambda: te.power_iteration(A, estimate="quotient"),
-        lambda: te.power_iteration(cv.as_operator(A), iters=0),
+        lambda: top_eigen.power_iteration(A, rtol=0.0),
+        lambda: top_eigen.power_iteration(A, estimate="quotient"),
+        lambda: top_eigen.power_iteration(cv.as_operator(A), iters=0),
         lambda: cv.trace_estimate(A, 25, batch=10),
         lambda: cv.trace_estimate(A, 40, batch=20),
         lambda: cv.trace_estimate(A, 10, batch=10),

@@ -10,7 +10,7 @@ import pytest
 import torch
 import torchvision.datasets as tvd
 
-from lalr_core.core import augmentation as A
+from lalr_core.core.data import augmentation as A
 from lalr_core.core import data as D
 
 # ----------------------------------------------------------------------------- writers

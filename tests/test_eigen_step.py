@@ -1,4 +1,4 @@
-"""Algorithm 5 as an optimiser (seed 004 sec. 4.4.4, fig 4.20): `lalr_core.methods.eigen_step`.
+"""Algorithm 5 as an optimiser (seed 004 sec. 4.4.4, fig 4.20): `lalr_core.methods.curvature.eigen_step`.
 
 Oracles:
 
@@ -22,11 +22,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from lalr_core.core.config import RunConfig
-from lalr_core.core.optim import make_optimizer
-from lalr_core.core.train import train
-from lalr_core.methods import eigen_step as es
-from lalr_core.methods import top_eigen as te
+from lalr_core.core.loop.config import RunConfig
+from lalr_core.core.loop.optim import make_optimizer
+from lalr_core.core.loop.train import train
+from lalr_core.methods.curvature import eigen_step as es
+from lalr_core.methods.curvature import top_eigen
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -47,16 +47,16 @@ class Quadratic(nn.Module):
 
 
 def _spd(n: int = 12, seed: int = 0) -> torch.Tensor:
-    H = te.random_gram(n, seed=seed) / n
+    H = top_eigen.random_gram(n, seed=seed) / n
     return 0.5 * (H + H.T)
 
 
-@pytest.mark.parametrize("rule", te.STEP_RULES)
+@pytest.mark.parametrize("rule", top_eigen.STEP_RULES)
 def test_on_a_quadratic_window_and_step_sizes_match_top_eigen(rule):
     H = _spd()
     model = Quadratic(H)
     opt = es.Algorithm5SGD(model.parameters(), lr=0.4, rule=rule, s=5, seed=3)
-    ref = te.TopEigenWindow(H.shape[0], 5, seed=3, dtype=torch.float64)  # same draws
+    ref = top_eigen.TopEigenWindow(H.shape[0], 5, seed=3, dtype=torch.float64)  # same draws
     for _ in range(17):                                      # > 3 windows: wrap-around
         opt.zero_grad()
         model().backward()
@@ -64,10 +64,10 @@ def test_on_a_quadratic_window_and_step_sizes_match_top_eigen(rule):
         assert torch.allclose(g, H @ (model.theta.detach() - model.opt), atol=1e-12)  # g = H r
         before = model.theta.detach().clone()
         opt.step()
-        eta, lam = te.algorithm5_step_size(ref, g, rule, eta_max=0.4)
+        eta, lam = top_eigen.algorithm5_step_size(ref, g, rule, eta_max=0.4)
         log = opt.step_log().iloc[-1]
         assert log.eta == eta and log.lambda_hat == lam
-        assert log.projection == te.projection_step_size(g, ref.vector, 1.0)
+        assert log.projection == top_eigen.projection_step_size(g, ref.vector, 1.0)
         assert torch.equal(opt.window.vector, ref.vector) and torch.equal(opt.window.S, ref.S)
         assert torch.equal(model.theta.detach(), torch.add(before, g, alpha=-eta))  # theta - eta g
         assert 0 <= eta <= 0.4
@@ -77,9 +77,9 @@ def test_on_a_quadratic_window_and_step_sizes_match_top_eigen(rule):
 
 
 def test_the_first_s_steps_are_dominated_by_the_random_window():
-    """Digest sec. 5 item 22, kept as printed: the window starts as N(0, 1) columns of norm
-    ~sqrt(p), so until the s-th gradient replaces the last of them lambda_hat is of order
-    1 + sqrt(p/s) whatever the gradients' scale, and the eigenvalue rule's steps are clipped
+    """Algorithm 5 as printed ("Initial random matrix for gradients"): the window starts as
+    N(0, 1) columns of norm ~sqrt(p), so until the s-th gradient replaces the last of them
+    lambda_hat is of order 1 + sqrt(p/s) whatever the gradients' scale, and the eigenvalue rule's steps are clipped
     below eta'; then lambda_hat falls to the gradients' scale (here ~1e-4) and eta = eta'."""
     s, p = 10, 80
     model = Quadratic(0.1 * _spd(p))

@@ -1,4 +1,4 @@
-"""`lalr_core.core.evidence`: intervals against closed forms and scipy, verdicts by rule."""
+"""`lalr_core.core.results.evidence`: intervals against closed forms and scipy, verdicts by rule."""
 
 import math
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from lalr_core.core.evidence import Evidence, mean_interval, paired_difference
+from lalr_core.core.results.evidence import Evidence, mean_interval, paired_difference
 
 
 def test_paired_t_interval_matches_scipy_and_a_hand_computation():
@@ -62,8 +62,8 @@ def test_mean_interval_and_bad_input():
 
 
 def test_check_stores_the_interval_and_report_prints_it(tmp_path, monkeypatch):
-    from lalr_core.core import report
-    from lalr_core.core.figures import FIGURES_ENV, FigureWriter
+    from lalr_core.core.results import report
+    from lalr_core.core.results.writer import FIGURES_ENV, FigureWriter
     monkeypatch.setenv(FIGURES_ENV, str(tmp_path))
     out = FigureWriter("02_tempbalance", "smoke", "02_tempbalance.ipynb")
     rec = out.check("fig2.1", "TB beats the baseline", paired_difference(
@@ -85,7 +85,7 @@ def test_paired_bootstrap_matches_the_closed_form_standard_error():
     """Per-example differences d in {-1, 0, 1}: the bootstrap interval's half-width is close
     to 1.96 * sd(d) / sqrt(n), narrower than the unpaired normal interval when the two runs
     mostly agree (the correlation the binomial interval ignores)."""
-    from lalr_core.core.evidence import bootstrap_difference
+    from lalr_core.core.results.evidence import bootstrap_difference
     rng = np.random.default_rng(3)
     n = 2000
     a = rng.random(n) < 0.85
@@ -107,7 +107,7 @@ def test_two_level_bootstrap_resamples_the_seeds():
     example draw changes nothing and the interval is the bootstrap over seeds alone: the mean
     of k draws from {c_i}. For k = 2 and c = (0, 1) that mean is 0, 0.5, 1 with probabilities
     1/4, 1/2, 1/4, so the 95 % interval is [0, 1]; one level (seeds averaged) would be [0.5, 0.5]."""
-    from lalr_core.core.evidence import bootstrap_difference
+    from lalr_core.core.results.evidence import bootstrap_difference
     n = 50
     a = np.stack([np.zeros(n), np.ones(n)])            # seed 0: both wrong; seed 1: a right
     b = np.zeros((2, n))
@@ -125,7 +125,7 @@ def test_two_level_bootstrap_resamples_the_seeds():
 
 
 def test_least_favourable_part_decides_a_claim_on_every_part():
-    from lalr_core.core.evidence import least_favourable, margin
+    from lalr_core.core.results.evidence import least_favourable, margin
     parts = {"a": Evidence(2, 1, 3), "b": Evidence(1, 0.5, 2), "c": Evidence(0, -1, 1)}
     assert margin(parts["b"]) == 0.5 and margin(Evidence(0, -0.2, 0.3, 1.0, "within")) == 0.7
     assert least_favourable(parts)[0] == "c"                        # INCONCLUSIVE beats PASS
@@ -136,7 +136,7 @@ def test_least_favourable_part_decides_a_claim_on_every_part():
 
 
 def test_at_least_counts_parts_and_every_names_the_deciding_part():
-    from lalr_core.core.evidence import at_least, every
+    from lalr_core.core.results.evidence import at_least, every
     p = Evidence(1.0, 0.5, 1.5, 0.0, "greater", 5)
     i = Evidence(0.2, -0.5, 0.9, 0.0, "greater", 5)
     f = Evidence(-1.0, -1.5, -0.5, 0.0, "greater", 5)

@@ -1,4 +1,4 @@
-"""Tests of lalr_core.core.figures, lalr_core.core.provenance and lalr_core.core.report.
+"""Tests of lalr_core.core.results.writer, lalr_core.core.results.provenance and lalr_core.core.report.
 
 Oracles: numpy percentiles for the Tufte box plot, PIL reading back the PNG text chunks,
 the PDF bytes for its metadata, pandas reading back the CSV, hashlib for the parameter hash.
@@ -20,8 +20,12 @@ import pytest
 from matplotlib.collections import PathCollection
 from PIL import Image
 
-from lalr_core.core import figures, provenance, report
-from lalr_core.core.figures import FigureWriter, bplot, markdown_table, param_hash
+from lalr_core.core.results import provenance
+
+from lalr_core.core.results import inventory, report, style
+from lalr_core.core.results import writer as writer_module
+from lalr_core.core.results.writer import FigureWriter, markdown_table, param_hash
+from lalr_core.core.results.plots import bplot
 
 CHAPTER = "04_directedness"
 
@@ -42,7 +46,7 @@ def small_fig():
 def _write_inventory(path, items):
     with open(path, "w", newline="") as handle:
         out = csv.writer(handle)
-        out.writerow(report.INVENTORY_COLUMNS)
+        out.writerow(inventory.INVENTORY_COLUMNS)
         for item_id, kind in items:
             out.writerow([CHAPTER, item_id, kind, f"caption of {item_id}", f"claim of {item_id}",
                           "psi ~ 0.15"])
@@ -86,7 +90,7 @@ def test_bplot_takes_colour_from_first_line():
 
 def test_set_style_is_explicit_and_hides_spines():
     before = matplotlib.rcParams["axes.spines.top"]
-    with figures.house_style():
+    with style.house_style():
         fig, ax = plt.subplots()
         assert not ax.spines["top"].get_visible() and not ax.spines["right"].get_visible()
         assert matplotlib.rcParams["savefig.dpi"] == 150
@@ -133,7 +137,7 @@ def test_provenance_fields_and_reserved_keys():
 # ----------------------------------------------------------------------------- savefig
 def test_savefig_writes_png_pdf_sidecar_with_commit(writer, small_fig, monkeypatch):
     fake = {"commit": "0123456789abcdef0123456789abcdef01234567", "dirty": True}
-    monkeypatch.setattr(figures, "git_info", lambda: dict(fake))
+    monkeypatch.setattr(writer_module, "git_info", lambda: dict(fake))
     monkeypatch.setattr(provenance, "git_info", lambda: dict(fake))
     params = {"lr": 0.05, "seeds": [0, 1], "dtype": np.float64(1.5)}
     out = writer.savefig(small_fig, "fig3.11", params=params, seeds=[0, 1], wall_time_s=1.5)
@@ -167,8 +171,8 @@ def test_param_hash_is_canonical():
 def test_writes_go_through_atomic_io(writer, small_fig, monkeypatch):
     from lalr_core.core import atomic_io
 
-    assert figures.atomic_write_text is atomic_io.atomic_write_text  # kept importable here
-    assert figures.canonical_json is atomic_io.canonical_json
+    assert writer_module.atomic_write_text is atomic_io.atomic_write_text  # kept importable here
+    assert writer_module.canonical_json is atomic_io.canonical_json
     out = writer.savefig(small_fig, "fig1", seeds=[0])
     old = {k: p.read_bytes() for k, p in out.items()}
 
@@ -255,7 +259,7 @@ def test_build_report_lists_present_missing_and_counts(tmp_path, writer, small_f
 
 def test_report_cli(tmp_path):
     inv = _write_inventory(tmp_path / "inv.csv", [("fig1.2", "figure")])
-    done = subprocess.run([sys.executable, "-m", "lalr_core.core.report", "--profile", "quick",
+    done = subprocess.run([sys.executable, "-m", "lalr_core.core.results.report", "--profile", "quick",
                            "--root", str(tmp_path), "--inventory", str(inv)],
                           capture_output=True, text=True, check=True)
     assert done.stdout.strip() == str(tmp_path / "quick" / "REPORT.md")
@@ -263,7 +267,7 @@ def test_report_cli(tmp_path):
 
 
 def test_repo_inventory_is_well_formed():
-    rows = report.read_inventory(report.default_inventory())
+    rows = inventory.read_inventory(inventory.default_inventory())
     ids = [r["item_id"] for r in rows if r["chapter"] == CHAPTER]
     assert len(ids) == 22 and {"fig1.2", "fig3.7A", "figA.1B", "E13"} <= set(ids)
     assert all(r["source_claim"] and r["caption"] for r in rows)
@@ -271,7 +275,7 @@ def test_repo_inventory_is_well_formed():
 
 def test_inventory_holds_every_lalr_claim_with_its_quote():
     from lalr_core.chapters.ch01_lalr import CLAIMS
-    rows = {r["item_id"]: r for r in report.read_inventory(report.default_inventory())
+    rows = {r["item_id"]: r for r in inventory.read_inventory(inventory.default_inventory())
             if r["chapter"] == "01_lalr"}
     for cid, claim in CLAIMS.items():
         assert rows[cid]["kind"] == "claim" and rows[cid]["source_claim"] == claim.quote, cid
@@ -304,7 +308,7 @@ def test_bad_profile_raises(tmp_path):
     with pytest.raises(ValueError, match="profile"):
         FigureWriter(CHAPTER, "full", "nb.ipynb", root=tmp_path)
     with pytest.raises(ValueError, match="profile"):
-        report.build_report("Quick", root=tmp_path, inventory=report.default_inventory())
+        report.build_report("Quick", root=tmp_path, inventory=inventory.default_inventory())
     with pytest.raises(ValueError, match="chapter"):
         FigureWriter("a/b", "smoke", "nb.ipynb", root=tmp_path)
     with pytest.raises(ValueError, match="does not exist"):
@@ -312,7 +316,7 @@ def test_bad_profile_raises(tmp_path):
 
 
 def test_a_new_writer_starts_with_fresh_checks(tmp_path):
-    from lalr_core.core.figures import FigureWriter
+    from lalr_core.core.results.writer import FigureWriter
 
     first = FigureWriter("04_x", "smoke", "nb.ipynb", root=tmp_path)
     first.check("fig1", "old claim", True)
@@ -325,7 +329,7 @@ def test_a_new_writer_starts_with_fresh_checks(tmp_path):
 
 
 def test_default_root_follows_the_drivers_out(tmp_path, monkeypatch):
-    from lalr_core.core.figures import FIGURES_ENV
+    from lalr_core.core.results.writer import FIGURES_ENV
     monkeypatch.setenv(FIGURES_ENV, str(tmp_path / "elsewhere"))
     out = FigureWriter("04_x", "smoke", "nb.ipynb")
     assert out.dir == tmp_path / "elsewhere" / "smoke" / "04_x"

@@ -1,9 +1,9 @@
-"""Gradient probes of chapter 05 (`lalr_core.methods.gradient_probes`; figs 4.15, 4.16).
+"""Gradient probes of chapter 05 (`lalr_core.methods.curvature.gradient_probes`; figs 4.15, 4.16).
 
 Oracles: the recorded weights and gradients equal the ``.grad`` of training steps run by hand
 (same batches, same optimiser), ``phi_t`` equals a cosine computed by hand on them; a probe's
 gradients equal ``.grad`` of hand-drawn batches at the snapshot weights (train and eval mode),
-and its ``cos psi_i`` / ``||g_i||`` / ``C`` equal `top_eigen.gradient_cohesion` on those
+and its ``cos psi_i`` / ``||g_i||`` / ``C`` equal `gradient_statistics.gradient_cohesion` on those
 gradients and an explicit numpy computation; a run with the callbacks gives bit-identical
 weights, buffers and losses to one without; a probe leaves the global RNG, buffers, ``.grad``
 and the train/eval mode as they were; a resumed run gives the uninterrupted results.
@@ -18,10 +18,10 @@ import pytest
 import torch
 from torch import nn
 
-from lalr_core.core.callbacks import CALLBACKS, FinalWeights
-from lalr_core.core.config import RunConfig
-from lalr_core.core.train import initial_model, make_optimizer, train
-from lalr_core.methods.gradient_probes import (
+from lalr_core.core.loop.callbacks import CALLBACKS, FinalWeights
+from lalr_core.core.loop.config import RunConfig
+from lalr_core.core.loop.train import initial_model, make_optimizer, train
+from lalr_core.methods.curvature.gradient_probes import (
     CohesionProbe,
     FilterGradients,
     layer_weight,
@@ -29,7 +29,7 @@ from lalr_core.methods.gradient_probes import (
     probe_positions,
     probe_seed,
 )
-from lalr_core.methods.top_eigen import gradient_cohesion
+from lalr_core.methods.curvature.gradient_statistics import gradient_cohesion
 from lalr_core.methods.trajectory import TrajectoryCallback
 
 pytestmark = pytest.mark.usefixtures("one_thread")

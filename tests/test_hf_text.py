@@ -1,4 +1,4 @@
-"""The ``transformers`` fine-tuning task (`lalr_core.core.text.hf`), offline.
+"""The ``transformers`` fine-tuning task (`lalr_core.methods.pretrained.text.hf`), offline.
 
 Oracles: the tiny data's rule checked on the tensors; the GLUE split protocol on a local
 stand-in whose rows name their examples; a tiny BERT / RoBERTa that learns the tiny rule
@@ -19,10 +19,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from lalr_core.core.config import RunConfig
-from lalr_core.core.text.hf import CUE, PAD, HFSequenceClassificationTask
-from lalr_core.core.train import initial_model, train
-from lalr_core.methods.lalr import LALR
+from lalr_core.core.loop.config import RunConfig
+from lalr_core.methods.pretrained.text.hf import CUE, PAD, HFSequenceClassificationTask
+from lalr_core.core.loop.train import initial_model, train
+from lalr_core.methods.layer_lr.lalr import LALR
 from conftest import LRProbe
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -230,8 +230,8 @@ def test_without_transformers_the_task_says_how_to_install(monkeypatch):
 
 def test_the_library_imports_and_registers_the_task_without_transformers():
     code = ("import sys; sys.modules['transformers'] = sys.modules['datasets'] = None\n"
-            "import lalr_core, lalr_core.core.text, lalr_core.core.text.hf\n"
-            "from lalr_core.core.config import TASKS\n"
+            "import lalr_core, lalr_core.methods.pretrained.text, lalr_core.methods.pretrained.text.hf\n"
+            "from lalr_core.core.loop.config import TASKS\n"
             "assert 'hf_text_classification' in TASKS.names()\n"
             "print(TASKS['hf_text_classification']().model_name)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

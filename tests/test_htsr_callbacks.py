@@ -1,4 +1,4 @@
-"""Seed 001 ch. 2-3 callbacks (`lalr_core.methods.htsr_callbacks`): final weights, spectral probe,
+"""Seed 001 ch. 2-3 callbacks (`lalr_core.methods.pruning.pruned_start`): final weights, spectral probe,
 train -> prune -> finetune through the run cache (oracles: the model object itself,
 `spectral.fit_alpha` on the final weights, L1 channel scores recomputed by hand)."""
 
@@ -8,16 +8,18 @@ import numpy as np
 import pytest
 import torch
 
-from lalr_core.methods import spectral
+from lalr_core.methods import spectra as spectral
 from lalr_core.core.data import load_data
-from lalr_core.core.units import train_runs
-from lalr_core.core.callbacks import FinalWeights, pretrained_weights
-from lalr_core.methods.htsr_callbacks import PrunedStart, SpectralProbe
-from lalr_core.methods.tempbalance_callback import TempBalance
-from lalr_core.core.models import build_model
-from lalr_core.core.config import RunConfig
+from lalr_core.core.runs.units import train_runs
+from lalr_core.core.loop.callbacks import FinalWeights
+from lalr_core.core.runs.units import pretrained_weights
+from lalr_core.methods.pruning.pruned_start import PrunedStart
+from lalr_core.methods.spectra.probe import SpectralProbe
+from lalr_core.methods.layer_lr.tempbalance.callback import TempBalance
+from lalr_core.core.models.networks import build_model
+from lalr_core.core.loop.config import RunConfig
 from lalr_core.core.runs import ROOT_ENV, RunCache
-from lalr_core.core.train import train
+from lalr_core.core.loop.train import train
 
 # Real sklearn digits (8x8), 64 train samples: two steps per epoch.
 TINY = {"dataset": "digits", "n_train": 64, "n_test": 32, "model": "resnet18_mini",
@@ -225,7 +227,7 @@ def test_pruned_start_finds_pretrained_run_in_a_custom_cache(tmp_path, monkeypat
 # ----------------------------------------------------------------------------- AugMix in the image task
 
 def test_augmix_needs_augment_and_trains_on_digits(monkeypatch):
-    import lalr_core.core.tasks as T
+    import lalr_core.core.loop.tasks as T
     with pytest.raises(ValueError, match="augment"):
         RunConfig(dataset="digits", augmix=True, augment=False)
     calls = []

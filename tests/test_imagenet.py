@@ -10,9 +10,9 @@ import torch
 from PIL import Image
 
 from lalr_core.chapters.ch06_orthogonal_sgdm import imagenet
-from lalr_core.core.config import RunConfig
+from lalr_core.core.loop.config import RunConfig
 from lalr_core.core.data import DatasetMissingError
-from lalr_core.core.train import train
+from lalr_core.core.loop.train import train
 
 TINY = dict(batch_size=4, workers=0, device="cpu", crop=32, bf16=False)
 # "orth" runs use Newton-Schulz: the SVDs of ResNet-18's 512x4608 gradients take seconds per

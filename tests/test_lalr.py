@@ -1,4 +1,4 @@
-"""LALR's metrics, normalisation, scale rules, phases and grouping (seed 000, digest II.2, II.5).
+"""LALR's metrics, normalisation, scale rules, phases and grouping (seed 000, our executable specification).
 
 Oracles: matrices built with known singular values (U diag(s) V^T) and numpy's SVD / rank;
 numpy histograms, softmaxes and per-pair Python loops for CE and CS; closed forms (CE(p, p)
@@ -12,8 +12,8 @@ import pytest
 import torch
 from torch import nn
 
-from lalr_core.methods import lalr
-from lalr_core.methods.lalr import (
+from lalr_core.methods.layer_lr import lalr
+from lalr_core.methods.layer_lr.lalr import (
     aw_misalignment,
     ce_metric,
     cross_entropy_matrix,

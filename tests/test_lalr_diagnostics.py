@@ -1,4 +1,4 @@
-"""Per-layer diagnostics of chapter 01 (`lalr_core.methods.lalr.diagnostics`, `.analysis`).
+"""Per-layer diagnostics of chapter 01 (`lalr_core.methods.layer_lr.lalr.diagnostics`, `.analysis`).
 
 Oracles: matrices with known singular values (effective rank, mean, Frobenius norm), a
 histogram that is uniform over the 64 shared bins (entropy ln 64) or a point mass (0), cosines
@@ -19,12 +19,12 @@ import torch.nn.functional as F
 from sklearn.linear_model import RidgeClassifier
 from torch import nn
 
-from lalr_core.core.config import RunConfig
-from lalr_core.core.text.tasks import finetuning_config
-from lalr_core.core.train import initial_model, train
-from lalr_core.methods.lalr import LALR, layer_matrices
-from lalr_core.methods.lalr import analysis as A
-from lalr_core.methods.lalr.diagnostics import (
+from lalr_core.core.loop.config import RunConfig
+from lalr_core.methods.pretrained.text.tasks import finetuning_config
+from lalr_core.core.loop.train import initial_model, train
+from lalr_core.methods.layer_lr.lalr import LALR, layer_matrices
+from lalr_core.methods.layer_lr.lalr import analysis as A
+from lalr_core.methods.layer_lr.lalr.diagnostics import (
     LayerDiagnostics,
     cls_states,
     effective_rank,

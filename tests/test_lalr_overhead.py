@@ -1,4 +1,4 @@
-"""X-L1 (`lalr_core.methods.lalr.overhead`): LALR's metric code runs with autograd off and
+"""X-L1 (`lalr_core.methods.layer_lr.lalr.overhead`): LALR's metric code runs with autograd off and
 never touches ``.grad`` (every torch call recorded by a `TorchFunctionMode`), the timing
 table's bookkeeping on a tiny grid, the budget rule, and the fits on constructed tables with
 known answers."""
@@ -10,11 +10,11 @@ import torch
 from torch import nn
 from torch.overrides import TorchFunctionMode
 
-from lalr_core.core.text import TinyTFClassifier, TinyTFConfig
-from lalr_core.methods.lalr import overhead
-from lalr_core.methods.lalr.grouping import layer_matrices
-from lalr_core.methods.lalr.metrics import layer_metrics
-from lalr_core.methods.lalr.overhead import (
+from lalr_core.methods.pretrained.text import TinyTFClassifier, TinyTFConfig
+from lalr_core.methods.layer_lr.lalr import overhead
+from lalr_core.methods.layer_lr.lalr.grouping import layer_matrices
+from lalr_core.methods.layer_lr.lalr.metrics import layer_metrics
+from lalr_core.methods.layer_lr.lalr.overhead import (
     COLUMNS,
     depth_fit,
     median_time,
@@ -23,7 +23,7 @@ from lalr_core.methods.lalr.overhead import (
     smallest_supported_size,
     torch_threads,
 )
-from lalr_core.methods.lalr.scaler import LALRScaler
+from lalr_core.methods.layer_lr.lalr.scaler import LALRScaler
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # 2 threads stall on the shared cores
 GRAD_ACCESS = {torch.Tensor.grad.__get__, torch.Tensor.grad.__set__}

@@ -1,6 +1,6 @@
-"""X-L8 (`lalr_core.methods.lalr.robustness`): an outlier layer against LALR's min-max scales,
+"""X-L8 (`lalr_core.methods.layer_lr.lalr.robustness`): an outlier layer against LALR's min-max scales,
 on constructed layers whose raw metrics are known exactly: which scales move (SVD: the others'
-only when the outlier is or becomes the min or max; CS: none; CE: all), the digest's numbers
+only when the outlier is or becomes the min or max; CS: none; CE: all), X-L8's numbers
 (mean |Delta scale|, ranges, shrink) by hand, and the falsification rule."""
 
 import numpy as np
@@ -8,10 +8,10 @@ import pytest
 import torch
 from torch import nn
 
-from lalr_core.core.text import TinyTFClassifier, TinyTFConfig
-from lalr_core.methods.lalr.grouping import layer_matrices
-from lalr_core.methods.lalr.method import LALR
-from lalr_core.methods.lalr.robustness import CS_TOL, outlier_robustness
+from lalr_core.methods.pretrained.text import TinyTFClassifier, TinyTFConfig
+from lalr_core.methods.layer_lr.lalr.grouping import layer_matrices
+from lalr_core.methods.layer_lr.lalr.method import LALR
+from lalr_core.methods.layer_lr.lalr.robustness import CS_TOL, outlier_robustness
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # 2 threads stall on the shared cores
 

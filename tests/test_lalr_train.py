@@ -1,4 +1,4 @@
-"""LALR in the training loop (seed 000, digest II.5, X-L9, X-L12, X-L17): the phase of each
+"""LALR in the training loop (seed 000, our executable specification, X-L9, X-L12, X-L17): the phase of each
 epoch, lr = lr_t * scale per group with the optimiser's state untouched, the frozen layer,
 recompute='once', the as-written grouping's misalignment, state round trips and resume.
 
@@ -15,9 +15,9 @@ import pytest
 import torch
 from torch import nn
 
-from lalr_core.core.config import RunConfig
-from lalr_core.core.train import train
-from lalr_core.methods.lalr import LALR, LALRScaler, layer_matrices, layer_metrics, scales
+from lalr_core.core.loop.config import RunConfig
+from lalr_core.core.loop.train import train
+from lalr_core.methods.layer_lr.lalr import LALR, LALRScaler, layer_matrices, layer_metrics, scales
 from conftest import LRProbe
 
 pytestmark = pytest.mark.usefixtures("one_thread")

@@ -1,13 +1,13 @@
-"""The shared layer rule (lalr_core.core.layers) and the three places that use it."""
+"""The shared layer rule (lalr_core.core.models.layers) and the three places that use it."""
 
 import pytest
 import torch
 from torch import nn
 
-from lalr_core.methods import spectral
-from lalr_core.core.layers import weight_layers
-from lalr_core.methods.orthogonal import select_params
-from lalr_core.methods.tempbalance import layer_groups
+from lalr_core.methods import spectra as spectral
+from lalr_core.core.models.layers import weight_layers
+from lalr_core.methods.orthogonal.transform import transformed_params
+from lalr_core.methods.layer_lr.tempbalance import layer_groups
 
 
 def _net():
@@ -29,8 +29,8 @@ def test_every_per_layer_method_sees_the_same_layers():
     names = list(weight_layers(net))
     assert list(spectral.layer_matrices(net, conv="flatten")) == names
     assert layer_groups(net)[0] == names
-    assert select_params(net, "all") == [f"{n}.weight" for n in names]
-    assert select_params(net, "conv") == [f"{n}.weight" for n in weight_layers(net, ("conv",))]
+    assert transformed_params(net, "all") == [f"{n}.weight" for n in names]
+    assert transformed_params(net, "conv") == [f"{n}.weight" for n in weight_layers(net, ("conv",))]
     # the BN after conv "1" and the LayerNorm after linear "5" join those layers' groups
     groups = dict(zip(*layer_groups(net)[:2]))
     assert {id(p) for p in groups["1"]} == {id(p) for p in [*net[1].parameters(), *net[2].parameters()]}

@@ -1,5 +1,5 @@
-"""LoRA adapters (`lalr_core.methods.lora`): exactly the base layer at B = 0, a zero gradient
-of A there (digest B-3), the dense layer W + s B A as oracle (an explicit matmul / F.conv2d
+"""LoRA adapters (`lalr_core.methods.pretrained.lora`): exactly the base layer at B = 0, a zero gradient
+of A there, the dense layer W + s B A as oracle (an explicit matmul / F.conv2d
 with the merged kernel), injection into TinyTF by exact names and patterns, merging, and the
 errors."""
 
@@ -10,8 +10,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from lalr_core.core.text.tinytf import TinyTFClassifier, TinyTFConfig
-from lalr_core.methods.lora import (
+from lalr_core.methods.pretrained.text.tinytf import TinyTFClassifier, TinyTFConfig
+from lalr_core.methods.pretrained.lora import (
     LoRAConv2d,
     LoRALinear,
     inject_lora,
@@ -56,7 +56,7 @@ def test_zero_b_leaves_the_output_unchanged_and_a_gets_no_gradient(make, x_shape
     out = adapter(x)
     assert torch.equal(out, expected)
     out.square().sum().backward()
-    assert torch.count_nonzero(adapter.lora_A.grad) == 0  # B = 0: dy/dA = 0 exactly (B-3)
+    assert torch.count_nonzero(adapter.lora_A.grad) == 0  # B = 0: dy/dA = 0 exactly
     assert adapter.lora_B.grad.abs().sum() > 0
     assert adapter.base.weight.grad is None and not adapter.base.weight.requires_grad
     assert adapter.scale == 3.0 and torch.count_nonzero(adapter.lora_B) == 0

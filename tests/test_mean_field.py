@@ -1,18 +1,19 @@
-"""Tests of lalr_core.methods.mean_field (seed 003 secs. 1.2-1.4; chapter 07's E1-E6 theory).
+"""Tests of lalr_core.methods.signal.mean_field (``[ATDL-notes]`` secs. 1.2-1.4; chapter 07's E1-E6 theory).
 
 Oracles: Monte Carlo with stated standard errors, adaptive scipy quadrature of the closed
-forms the module does not use (the digest's ``chi_1 + sigma_w2 E[phi'' phi]`` for ``chi_q``,
+forms the module does not use (Schoenholz et al.'s ``chi_1 + sigma_w2 E[phi'' phi]`` for ``chi_q``,
 Schoenholz et al.'s ``sigma_w2 E[phi'(u) phi'(v)]`` for ``chi_c``), scalar
 `nngp.q_fixed_point` against the vectorised grid, plain iteration of `nngp.cmap` against the
-bisection, the exact ReLU/linear/erf special cases, and the digest's tables (sec. 1.2 critical
-line, sec. 1.3 depth scales, sec. 1.4 Jacobian variances) at their printed precision."""
+bisection, the exact ReLU/linear/erf special cases, and our reference tables, computed
+independently while planning chapter 07 (critical line, depth scales, Jacobian variances; the
+notes give none), at their printed precision."""
 
 import numpy as np
 import pytest
 from scipy import integrate, stats
 
-from lalr_core.methods import mean_field as mf
-from lalr_core.methods import nngp as ng
+from lalr_core.methods.signal import mean_field as mf
+from lalr_core.methods.signal import nngp as ng
 
 
 def sech2(x):
@@ -25,10 +26,10 @@ def gauss_quad(f):
                           epsabs=1e-13, epsrel=1e-12, limit=200)[0]
 
 
-# digest sec. 1.2 [check]: critical sigma_w2 and q* there (tanh)
+# our reference values (not in the notes): critical sigma_w2 and q* there (tanh)
 CRITICAL = [(0.01, 1.424, 0.273), (0.05, 1.761, 0.570), (0.1, 1.986, 0.806),
             (0.5, 2.843, 1.971), (1.0, 3.443, 3.036), (2.0, 4.261, 4.827)]
-# digest sec. 1.3 [check]: tanh, sigma_b2 = 0.05: sigma_w2, q*, chi_1, c*, xi_c, xi_q
+# our reference values: tanh, sigma_b2 = 0.05: sigma_w2, q*, chi_1, c*, xi_c, xi_q
 DEPTH_TABLE = [(1.0, 0.194, 0.759, 1.0, 3.6, 1.75), (1.5, 0.418, 0.939, 1.0, 15.8, 1.68),
                (2.5, 1.064, 1.134, 0.447, 11.8, 1.18), (4.0, 2.196, 1.342, 0.165, 7.0, 0.87)]
 
@@ -62,7 +63,7 @@ def test_slope_moments_match_monte_carlo_and_closed_forms():
 # ----------------------------------------------------------------------------- q*, chi_1 grid
 def test_grid_fixed_points_match_scalar_iteration_and_table():
     """The vectorised grid's ``q*`` equals `nngp.q_fixed_point` point by point, and ``q*``,
-    ``chi_1`` equal the digest's sec. 1.3 table to its last digit."""
+    ``chi_1`` equal the depth-scale reference table to its last digit."""
     sw = np.array([row[0] for row in DEPTH_TABLE])
     grid = mf.chi1_grid("tanh", sw, [0.05, 0.7])
     assert grid.q_star.shape == grid.chi1.shape == (4, 2) and grid.converged.all()
@@ -102,8 +103,8 @@ def test_e1_grid_size_runs_and_matches_critical_line():
 
 # ----------------------------------------------------------------------------- critical line
 @pytest.mark.parametrize("sb2,sw2_crit,q_star", CRITICAL)
-def test_critical_line_matches_digest_table(sb2, sw2_crit, q_star):
-    """The digest's table to its 3 decimals, and ``chi_1 = 1`` there to 1e-8."""
+def test_critical_line_matches_our_reference_values(sb2, sw2_crit, q_star):
+    """The reference table to its 3 decimals, and ``chi_1 = 1`` there to 1e-8."""
     sw = mf.critical_sigma_w2("tanh", sb2)
     assert sw == pytest.approx(sw2_crit, abs=6e-4)
     grid = mf.chi1_grid("tanh", [sw], [sb2])
@@ -132,7 +133,7 @@ def test_chi1_crosses_one_at_the_boundary():
 
 # ----------------------------------------------------------------------------- c*
 def test_c_star_is_the_stable_fixed_point():
-    """Ordered: ``c* = 1``. Chaotic: the digest's values (0.447, 0.165), a fixed point of
+    """Ordered: ``c* = 1``. Chaotic: the reference values (0.447, 0.165), a fixed point of
     `nngp.cmap` to 1e-9, what plain iteration of the c-map reaches, and ``c* = 0`` for tanh
     without bias (odd map); the vectorised call equals the scalar ones."""
     assert float(mf.c_star("tanh", 1.5, 0.05)) == 1.0
@@ -154,7 +155,7 @@ def test_c_star_is_the_stable_fixed_point():
 
 # ----------------------------------------------------------------------------- depth scales
 @pytest.mark.parametrize("sw,q_star,chi1,c_star,xi_c,xi_q", DEPTH_TABLE)
-def test_depth_scales_match_digest_table(sw, q_star, chi1, c_star, xi_c, xi_q):
+def test_depth_scales_match_our_reference_values(sw, q_star, chi1, c_star, xi_c, xi_q):
     d = mf.depth_scales("tanh", sw, 0.05)
     assert d.q_star == pytest.approx(q_star, abs=6e-4)
     assert d.chi1 == pytest.approx(chi1, abs=6e-4)
@@ -167,7 +168,7 @@ def test_depth_scales_match_digest_table(sw, q_star, chi1, c_star, xi_c, xi_q):
 
 @pytest.mark.parametrize("sw", [1.5, 2.5, 4.0])
 def test_map_slopes_equal_schoenholz_integrals(sw):
-    """``chi_q = chi_1 + sigma_w2 E[phi'' phi]`` (digest / Schoenholz eq. 6) and
+    """``chi_q = chi_1 + sigma_w2 E[phi'' phi]`` (Schoenholz et al. eq. 6) and
     ``chi_c = sigma_w2 E[phi'(u) phi'(v)]`` at ``c*`` (eq. 9), by independent quadrature;
     and the iterated maps approach their fixed points at these rates."""
     d = mf.depth_scales("tanh", sw, 0.05)
@@ -188,7 +189,7 @@ def test_map_slopes_equal_schoenholz_integrals(sw):
 
 
 def test_xi_c_diverges_only_at_the_boundary():
-    """``xi_c`` is huge at the computed critical point (digest: "~1e3" at the rounded 1.76),
+    """``xi_c`` is huge at the computed critical point (the reference table: "~1e3" at the rounded 1.76),
     finite 5% either side; ``xi_q`` stays finite across it."""
     crit = mf.critical_sigma_w2("tanh", 0.05)
     assert mf.xi_c("tanh", crit, 0.05) > 1e5
@@ -208,9 +209,9 @@ def test_gradient_scaling_prediction():
 
 
 # ----------------------------------------------------------------------------- Jacobian
-def test_jacobian_moments_match_digest_theory_column():
-    """Digest sec. 1.4 table, depth 32, theory column: linear 32 / 0, ReLU 64 / 32, tanh at
-    (1.761, 0.05) 43 / 11 (Gaussian / orthogonal); mean ``chi_1^L``."""
+def test_jacobian_moments_match_the_depth_32_theory_values():
+    """Depth 32, the closed-form mean ``chi_1^L`` (our reference values): linear 32 / 0, ReLU 64 / 32, tanh at
+    (1.761, 0.05) 43 / 11 (Gaussian / orthogonal)."""
     for act, sw, sb, gauss, orth in (("linear", 1.0, 0.0, 32, 0), ("relu", 2.0, 0.0, 64, 32),
                                      ("tanh", 1.761, 0.05, 43, 11)):
         mg, vg = mf.jacobian_spectrum_moments(act, sw, sb, 32, "gaussian")
@@ -223,7 +224,7 @@ def test_jacobian_moments_match_digest_theory_column():
 
 def test_jacobian_variance_near_isometry_by_quadrature():
     """tanh with tiny ``q*`` and orthogonal weights: ``L (mu_2/mu_1^2 - 1)`` by adaptive
-    quadrature (0.136 at depth 32; the digest prints 0.15 for this setting)."""
+    quadrature (0.136 at depth 32; our planning table printed 0.15 for this setting)."""
     q = mf.chi1_grid("tanh", [1.05], [2e-5]).q_star[0, 0]
     s = np.sqrt(q)
     mu1, mu2 = (gauss_quad(lambda z, k=k: sech2(s * z) ** (2 * k)) for k in (1, 2))

@@ -1,4 +1,4 @@
-"""The ``"transformed"`` task (`lalr_core.methods.model_transforms`): its key holds the base's
+"""The ``"transformed"`` task (`lalr_core.methods.pretrained.transforms`): its key holds the base's
 and rebuilds (also from JSON and pickle), it delegates every hook the base has and no other,
 its model is the base's transformed; a tiny LoRA fine-tuning with the proximal pull trains
 end to end through the shared loop (only LoRA and head parameters change, lambda = 10 stays
@@ -9,17 +9,22 @@ import pickle
 from dataclasses import dataclass
 
 import pytest
+import numpy as np
 import torch
 
-from lalr_core.core.callbacks import FinalWeights
-from lalr_core.core.config import TASKS, RunConfig, TaskConfig
+from lalr_core.core.loop.callbacks import FinalWeights
+from lalr_core.core.loop.config import TASKS, RunConfig, TaskConfig
 from lalr_core.core.runs import RunCache, param_hash
-from lalr_core.core.text.tasks import finetuning_config
-from lalr_core.core.train import initial_model, train
-from lalr_core.core.units import train_runs
-from lalr_core.methods.lora import lora_modules
-from lalr_core.methods.model_transforms import MODEL_TRANSFORMS, TransformedTask, apply_transform
-from lalr_core.methods.proximal import ProximalPull
+from lalr_core.methods.pretrained.text.tasks import finetuning_config
+from lalr_core.core.loop.train import initial_model, train
+from lalr_core.core.runs.units import train_runs
+from lalr_core.methods.pretrained.lora import lora_modules
+from lalr_core.methods.pretrained.transforms import (
+    MODEL_TRANSFORMS,
+    TransformedTask,
+    apply_transform,
+)
+from lalr_core.methods.pretrained.proximal import ProximalPull
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # 2 threads stall on the shared cores
 TINY_FT = {"n_train": 32, "n_val": 16, "n_test": 16, "batch_size": 8, "device": "cpu",
@@ -29,7 +34,7 @@ LORA = {"targets": TARGETS, "rank": 2, "alpha": 4.0}
 
 
 def _cfg(lam=0.0, mode="selective", epochs=2, **lora):
-    # lr 1e-2 (not B-18's 1e-3) so 8 tiny steps move the adapters measurably; wd 0 as B-2
+    # lr 1e-2 (not chapter 03's 1e-3) so 8 tiny steps move the adapters measurably; wd 0 as in chapter 03
     base = finetuning_config("sent", epochs=epochs, lr=1e-2, wd=0.0, **TINY_FT)
     task = TransformedTask(base=base.task, transform="lora", options={**LORA, **lora})
     return base.replace(task=task, methods=(ProximalPull(lam=lam, mode=mode),))
@@ -68,26 +73,29 @@ def test_key_holds_the_base_and_rebuilds_from_json_and_pickle():
                              options={"targets": "encoder.blocks.0.ff1", "train": ()})
     assert TASKS[nested.key()["kind"]](**{k: v for k, v in nested.key().items()
                                           if k != "kind"}) == nested
-    assert {"lalr_core.core.text.tasks", "lalr_core.methods.lora"} <= set(nested.code_modules)
+    assert {"lalr_core.methods.pretrained.text.tasks", "lalr_core.methods.pretrained.lora"} <= set(nested.code_modules)
     # the cache's code fingerprint reaches the modules found by name (an edit of lora.py
     # recomputes LoRA runs)
-    from lalr_core.core.units import train_code_modules
+    from lalr_core.core.runs.units import train_code_modules
     found = train_code_modules({"run": cfg.key(), "callbacks": {}})
-    assert {"lalr_core.core.text.tasks", "lalr_core.methods.lora",
-            "lalr_core.methods.model_transforms"} <= set(found)
+    assert {"lalr_core.methods.pretrained.text.tasks", "lalr_core.methods.pretrained.lora",
+            "lalr_core.methods.pretrained.transforms"} <= set(found)
 
 
-def test_hooks_are_the_bases_and_only_where_the_base_has_them():
+def test_hooks_are_the_bases_and_the_no_op_defaults_where_the_base_has_none():
     cfg = _cfg()
     task = cfg.task
     assert task.splits == task.base.splits and task.eval_at_start
-    assert task.correct.__func__ is type(task.base).correct
     assert not task.channels_last(cfg)
     data = task.load(cfg, torch.device("cpu"))
     model = initial_model(cfg)
     assert task.evaluate(cfg, model, data, "val") == task.base.evaluate(cfg, model, data, "val")
+    hits = task.correct(cfg, model, data, "test")
+    assert hits is not None and np.array_equal(np.asarray(hits),
+                                               np.asarray(task.base.correct(cfg, model, data, "test")))
     bare = TransformedTask(base=_Bare(), transform="lora", options={"targets": "0", "train": ()})
-    assert getattr(bare, "correct", None) is None and getattr(bare, "max_steps", None) is None
+    assert bare.correct(None, None, None, "test") is None  # TaskConfig's defaults
+    assert bare.max_steps is None and bare.step_lr_factor is None
     assert bare.start_epoch(None, None, 3) == ("started", 3)
     assert bare.resume_free == ()
     built = bare.build_model(None)

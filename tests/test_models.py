@@ -6,8 +6,8 @@ import pytest
 import torch
 import torchvision
 
-from lalr_core.core.cifar_models import CIFAR_MODEL_NAMES
-from lalr_core.core.models import (
+from lalr_core.core.models.cifar import CIFAR_MODEL_NAMES
+from lalr_core.core.models.networks import (
     MODEL_NAMES,
     TORCHVISION_NAMES,
     BarlowTwins,

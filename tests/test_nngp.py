@@ -1,16 +1,16 @@
-"""Tests of lalr_core.methods.nngp (seed 003 sec. 1.2, E16): the NNGP kernel recursion, the
+"""Tests of lalr_core.methods.signal.nngp (``[ATDL-notes]`` sec. 1.2, E16): the NNGP kernel recursion, the
 q-/c-maps and chi_1 of random deep nets, and the empirical kernel of finite random nets.
 
 Oracles: scipy ``dblquad`` on the exact integration region (ReLU) or the whole plane (tanh),
 Gauss-Hermite quadrature against the closed forms, Monte Carlo with stated standard errors,
-the closed-form ReLU/linear length maps, the digest's tanh critical-line table, and the
+the closed-form ReLU/linear length maps, our reference tanh critical-line table, and the
 exact unbiasedness of the empirical kernel where it holds at any width."""
 
 import numpy as np
 import pytest
 from scipy import integrate, optimize, stats
 
-from lalr_core.methods import nngp as ng
+from lalr_core.methods.signal import nngp as ng
 
 
 def inputs(n=8, d=5, seed=0):
@@ -171,8 +171,8 @@ def test_cmap_fixed_point_and_chi1_is_its_slope():
 
 
 @pytest.mark.parametrize("sb2,sw2_crit,q_star", [(0.05, 1.761, 0.570), (0.5, 2.843, 1.971)])
-def test_tanh_critical_line_matches_digest(sb2, sw2_crit, q_star):
-    """The digest's table (sec. 1.2 [check], 101-node quadrature): the chi_1 = 1 root in
+def test_tanh_critical_line_matches_our_reference_values(sb2, sw2_crit, q_star):
+    """Our reference table (computed independently while planning, 101-node quadrature): the chi_1 = 1 root in
     sigma_w2 and its ``q*``, to the table's last digit."""
     def excess(sw):
         return float(ng.chi1(ng.q_fixed_point("tanh", sw, sb2), "tanh", sw)) - 1

@@ -12,10 +12,10 @@ import scipy.linalg
 import torch
 from torch import nn
 
-from lalr_core.core.models import build_model
-from lalr_core.core.text.tinytf import TinyTFClassifier, TinyTFConfig
-from lalr_core.methods import ntk
-from lalr_core.methods import ntk_theory as nt
+from lalr_core.core.models.networks import build_model
+from lalr_core.methods.pretrained.text.tinytf import TinyTFClassifier, TinyTFConfig
+from lalr_core.methods.ntk import empirical as ntk
+from lalr_core.methods.ntk import theory as nt
 
 pytestmark = [pytest.mark.usefixtures("one_thread"),
               # torch's jvp decompositions use the deprecated torch.jit.script on first use
@@ -111,7 +111,7 @@ def test_ntk_methods_equal_per_sample_loop(kind):
         _close(K, K_blocks)
         _close(ntk.empirical_ntk(model, X, chunk=4, method=method),
                K_blocks.diagonal(dim1=2, dim2=3).sum(-1))
-    # the scalar logit margin (digest B-4)
+    # the scalar logit margin (chapter 03's choice)
     Jm = loop_jacobian(model, X, output=margin)[:, 0]
     for method in ("jacobian", "ntvp"):
         _close(ntk.empirical_ntk(model, X, output=margin, chunk=2, method=method), Jm @ Jm.T)

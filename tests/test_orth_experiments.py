@@ -12,10 +12,10 @@ import pytest
 
 from lalr_core.chapters import ch06_orthogonal_sgdm as ox
 from lalr_core.chapters import chapter, chapter_settings
-from lalr_core.core.units import train_runs
-from lalr_core.core.config import PROFILES, RunConfig
-from lalr_core.core.figures import param_hash
-from lalr_core.methods.orthogonal import GradTransform
+from lalr_core.core.runs.units import train_runs
+from lalr_core.core.loop.config import PROFILES, RunConfig
+from lalr_core.core.results.writer import param_hash
+from lalr_core.methods.orthogonal.transform import GradTransform
 from lalr_core.core.runs import RunCache
 
 
@@ -181,7 +181,7 @@ BAD = [  # (overrides at smoke, what the error names)
 
 @pytest.mark.parametrize("overrides, match", BAD, ids=[str(o) for o, _ in BAD])
 def test_bad_values_stop_at_the_settings_before_any_compute(overrides, match, monkeypatch):
-    import lalr_core.core.units as units
+    import lalr_core.core.runs.units as units
 
     monkeypatch.setattr(units, "sweep", lambda *a, **k: pytest.fail("compute started"))
     with pytest.raises(ValueError, match=match):
@@ -272,7 +272,7 @@ def test_smoke_section_runs_are_the_fixed_configs():
 
 
 # ----------------------------------------------------------------------------- verdicts
-from lalr_core.core.evidence import Evidence
+from lalr_core.core.results.evidence import Evidence
 
 
 def _ev(low, high, threshold=0.0, side="greater"):

@@ -5,10 +5,11 @@ import math
 import pytest
 import torch
 
-from lalr_core.methods import orthogonal as orth
-from lalr_core.core.models import build_model
-from lalr_core.core.config import RunConfig
-from lalr_core.core.train import make_optimizer
+from lalr_core.methods.orthogonal import lars
+from lalr_core.methods.orthogonal import polar, transform
+from lalr_core.core.models.networks import build_model
+from lalr_core.core.loop.config import RunConfig
+from lalr_core.core.loop.train import make_optimizer
 
 SHAPES = [(16, 3, 3, 3), (16, 16, 3, 3), (64, 32, 3, 3), (10, 64), (32, 9), (200, 5)]
 
@@ -20,7 +21,7 @@ def _gen(seed=0):
 @pytest.mark.parametrize("shape", SHAPES)
 def test_svd_gives_orthonormal_rows_or_columns_in_float32(shape):
     G = torch.randn(shape, generator=_gen())
-    O = orth.orthogonalise(G, "svd")
+    O = polar.orthogonalise(G, "svd")
     assert O.shape == G.shape and O.dtype == torch.float32
     M = O.flatten(1)
     small = min(M.shape)
@@ -33,7 +34,7 @@ def test_svd_is_the_nearest_orthogonal_matrix():
     G = torch.randn(40, 12, generator=_gen(1), dtype=torch.float64)
     evals, evecs = torch.linalg.eigh(G.T @ G)
     expected = G @ evecs @ torch.diag(evals.rsqrt()) @ evecs.T
-    torch.testing.assert_close(orth.orthogonalise(G), expected, atol=1e-10, rtol=0)
+    torch.testing.assert_close(polar.orthogonalise(G), expected, atol=1e-10, rtol=0)
     # and it beats random orthogonal matrices in Frobenius distance (eq. 5.5)
     for seed in range(5):
         Q, _ = torch.linalg.qr(torch.randn(40, 12, generator=_gen(seed), dtype=torch.float64))
@@ -45,57 +46,57 @@ def test_newton_schulz_keeps_singular_vectors_and_maps_values_by_the_polynomial(
     G = torch.randn(shape, generator=_gen(2), dtype=torch.float64)
     M = G.flatten(1)
     U, S, Vh = torch.linalg.svd(M, full_matrices=False)
-    expected = U @ torch.diag(orth.ns_singular_value_map(S / M.norm())) @ Vh
-    got = orth.orthogonalise(G, "newton_schulz").flatten(1)
+    expected = U @ torch.diag(polar.ns_singular_value_map(S / M.norm())) @ Vh
+    got = polar.orthogonalise(G, "newton_schulz").flatten(1)
     torch.testing.assert_close(got, expected, atol=1e-8, rtol=1e-6)
 
 
 def test_newton_schulz_singular_values_lie_in_the_documented_band():
     for shape in [(16, 144), (64, 576), (576, 64), (10, 64)]:
         G = torch.randn(shape, generator=_gen(3))
-        s = torch.linalg.svdvals(orth.orthogonalise(G, "newton_schulz"))
+        s = torch.linalg.svdvals(polar.orthogonalise(G, "newton_schulz"))
         assert 0.681 <= s.min() and s.max() <= 1.135 + 1e-4, (shape, s.min(), s.max())
     x = torch.linspace(0.01, 1, 1000, dtype=torch.float64)
-    band = orth.ns_singular_value_map(x)
+    band = polar.ns_singular_value_map(x)
     assert 0.681 <= band.min() and band.max() <= 1.135
 
 
 def test_normalisations_match_hand_computation():
     G = torch.tensor([[3.0, 4.0], [0.0, 2.0]])
-    torch.testing.assert_close(orth.normalise(G), G / math.sqrt(29))
-    torch.testing.assert_close(orth.component_normalise(G), torch.tensor([[.6, .8], [0., 1.]]))
-    assert torch.isnan(orth.component_normalise(torch.tensor([[0.0, 0.0], [1.0, 0.0]]))).any()
+    torch.testing.assert_close(polar.normalise(G), G / math.sqrt(29))
+    torch.testing.assert_close(polar.component_normalise(G), torch.tensor([[.6, .8], [0., 1.]]))
+    assert torch.isnan(polar.component_normalise(torch.tensor([[0.0, 0.0], [1.0, 0.0]]))).any()
 
 
 def test_bad_inputs_raise_before_compute():
     with pytest.raises(ValueError, match="unknown orthogonalisation method"):
-        orth.orthogonalise(torch.randn(3, 3), "qr")
+        polar.orthogonalise(torch.randn(3, 3), "qr")
     with pytest.raises(ValueError, match=">= 2 dims"):
-        orth.orthogonalise(torch.randn(3), "svd")
+        polar.orthogonalise(torch.randn(3), "svd")
     model = build_model("basic_cnn", in_channels=1, image_size=28)
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     with pytest.raises(ValueError, match="ndim >= 2"):
-        orth.GradientTransform(opt, [model.bn1.weight])
+        transform.GradientTransform(opt, [model.bn1.weight])
     with pytest.raises(ValueError, match="not held"):
-        orth.GradientTransform(opt, [torch.nn.Parameter(torch.randn(3, 3))])
+        transform.GradientTransform(opt, [torch.nn.Parameter(torch.randn(3, 3))])
     with pytest.raises(ValueError, match="unknown gradient transform"):
-        orth.GradientTransform(opt, [model.conv1.weight], transform="whiten")
+        transform.GradientTransform(opt, [model.conv1.weight], transform="whiten")
     with pytest.raises(ValueError, match="unknown layer rule"):
-        orth.select_params(model, "dense")
+        transform.transformed_params(model, "dense")
     with pytest.raises(ValueError, match="grad_transform"):
-        RunConfig(methods=(orth.GradTransform("orthogonal"),))
+        RunConfig(methods=(transform.GradTransform("orthogonal"),))
     with pytest.raises(ValueError, match="bad settings for method 'grad_transform'"):
         RunConfig(methods=({"kind": "grad_transform", "orth_method": "svd"},))
     with pytest.raises(ValueError, match="orth method"):
-        orth.GradTransform("orth", method="qr")
+        transform.GradTransform("orth", method="qr")
 
 
-def test_select_params_rules():
+def test_transformed_params_rules():
     model = build_model("basic_cnn", in_channels=1, image_size=28)
-    assert orth.select_params(model, "all") == ["conv1.weight", "conv2.weight", "conv3.weight",
+    assert transform.transformed_params(model, "all") == ["conv1.weight", "conv2.weight", "conv3.weight",
                                                 "fc.weight"]
-    assert orth.select_params(model, "conv") == ["conv1.weight", "conv2.weight", "conv3.weight"]
-    assert orth.select_params(model, "all", prefix="conv2") == ["conv2.weight"]
+    assert transform.transformed_params(model, "conv") == ["conv1.weight", "conv2.weight", "conv3.weight"]
+    assert transform.transformed_params(model, "all", prefix="conv2") == ["conv2.weight"]
 
 
 def _steps(cfg: RunConfig, model, X, y, n=1):
@@ -137,7 +138,7 @@ def test_orth_sgdm_step_matches_eqs_5_8_and_5_9_with_coupled_weight_decay():
     grads = dict(zip(ref, torch.autograd.grad(loss, list(model.parameters()))))
     model.zero_grad()
     cfg = RunConfig(model="basic_cnn", optimizer="sgdm", lr=0.1, momentum=0.9, wd=1e-2,
-                    methods=(orth.GradTransform("orth", layers="conv"),))
+                    methods=(transform.GradTransform("orth", layers="conv"),))
     _steps(cfg, model, X, y)
     for name, p in model.named_parameters():
         g = grads[name]
@@ -152,18 +153,18 @@ def test_grouped_transform_is_per_layer_not_across_layers():
     """Same-shaped tensors are stacked for speed; each must still be orthogonalised alone."""
     a, b = torch.nn.Parameter(torch.zeros(4, 6)), torch.nn.Parameter(torch.zeros(4, 6))
     opt = torch.optim.SGD([a, b], lr=1.0)
-    wrapper = orth.GradientTransform(opt, [a, b])
+    wrapper = transform.GradientTransform(opt, [a, b])
     ga, gb = torch.randn(4, 6, generator=_gen(6)), 100 * torch.randn(4, 6, generator=_gen(7))
     a.grad, b.grad = ga.clone(), gb.clone()
     wrapper.transform_grads()
-    torch.testing.assert_close(a.grad, orth.orthogonalise(ga))
-    torch.testing.assert_close(b.grad, orth.orthogonalise(gb))
+    torch.testing.assert_close(a.grad, polar.orthogonalise(ga))
+    torch.testing.assert_close(b.grad, polar.orthogonalise(gb))
 
 
 def test_svd_failure_falls_back_per_tensor_and_continues(monkeypatch):
     params = [torch.nn.Parameter(torch.zeros(4, 6)) for _ in range(3)]
     opt = torch.optim.SGD(params, lr=1.0)
-    wrapper = orth.GradientTransform(opt, params)
+    wrapper = transform.GradientTransform(opt, params)
     grads = [torch.randn(4, 6, generator=_gen(i)) for i in range(3)]
     for p, g in zip(params, grads):
         p.grad = g.clone()
@@ -179,16 +180,16 @@ def test_svd_failure_falls_back_per_tensor_and_continues(monkeypatch):
     with pytest.warns(RuntimeWarning, match="Newton-Schulz"):
         wrapper.transform_grads()
     monkeypatch.setattr(torch.linalg, "svd", real_svd)
-    torch.testing.assert_close(params[0].grad, orth.orthogonalise(grads[0]))
-    torch.testing.assert_close(params[2].grad, orth.orthogonalise(grads[2]))  # not skipped
-    torch.testing.assert_close(params[1].grad, orth.newton_schulz(grads[1]))
+    torch.testing.assert_close(params[0].grad, polar.orthogonalise(grads[0]))
+    torch.testing.assert_close(params[2].grad, polar.orthogonalise(grads[2]))  # not skipped
+    torch.testing.assert_close(params[1].grad, polar.newton_schulz(grads[1]))
     assert wrapper.stats["svd_fallbacks"] == 1 and wrapper.stats["skipped_tensors"] == 0
 
 
 def test_lars_step_matches_hand_computation():
     w = torch.nn.Parameter(torch.tensor([[3.0, 4.0]]))
     b = torch.nn.Parameter(torch.tensor([1.0]))
-    opt = orth.LARS([{"params": [w]}, {"params": [b], "exclude": True}], lr=0.5, momentum=0.9,
+    opt = lars.LARS([{"params": [w]}, {"params": [b], "exclude": True}], lr=0.5, momentum=0.9,
                     wd=0.1, eta=0.01)
     w.grad, b.grad = torch.tensor([[1.0, 0.0]]), torch.tensor([2.0])
     opt.step()
@@ -197,7 +198,7 @@ def test_lars_step_matches_hand_computation():
     torch.testing.assert_close(w.detach(), expected_w)
     torch.testing.assert_close(b.detach(), torch.tensor([0.0]))  # excluded: plain momentum SGD
     with pytest.raises(ValueError):
-        orth.LARS([w], lr=-1)
+        lars.LARS([w], lr=-1)
 
 
 # ----------------------------------------------------------------------------- null space
@@ -232,16 +233,16 @@ def test_ce_classifier_gradient_has_rows_summing_to_zero_and_rank_at_most_c_minu
     assert G.sum(0).abs().max() < 1e-15                           # 1^T G = 0 (softmax rows)
     assert torch.linalg.matrix_rank(G) == G.shape[0] - 1
     S = torch.linalg.svdvals(G)
-    assert S[-1] / S[0] < 1e-14 < orth.null_tolerance(G)
+    assert S[-1] / S[0] < 1e-14 < polar.null_tolerance(G)
 
 
 def test_complete_has_unit_singular_values_and_is_the_sources_call():
     G, _ = _ce_classifier()
-    O = orth.svd_polar(G, "complete")
+    O = polar.svd_polar(G, "complete")
     torch.testing.assert_close(torch.linalg.svdvals(O), torch.ones(10, dtype=G.dtype))
     U, _, Vh = torch.linalg.svd(G, full_matrices=False)           # orth_optim's call, as laid out
     assert torch.equal(O, U @ Vh)
-    N = O - orth.svd_polar(G, "drop")                             # the completed direction:
+    N = O - polar.svd_polar(G, "drop")                             # the completed direction:
     torch.testing.assert_close(N, N.mean(0, keepdim=True).expand_as(N))   # one common row
     torch.testing.assert_close(N.norm(), torch.tensor(1.0, dtype=G.dtype))  # of unit size
     torch.testing.assert_close(G @ N[0], torch.zeros(10, dtype=G.dtype), atol=1e-14, rtol=0)
@@ -256,28 +257,28 @@ def test_drop_is_the_limit_of_newton_schulz_on_a_rank_deficient_matrix():
     X = G / torch.linalg.matrix_norm(G, 2)                        # spectral norm 1
     for _ in range(40):
         X = 1.5 * X - 0.5 * X @ X.T @ X
-    drop = orth.svd_polar(G, "drop")
+    drop = polar.svd_polar(G, "drop")
     torch.testing.assert_close(drop, X, atol=1e-8, rtol=0)
     s = torch.linalg.svdvals(drop)
     torch.testing.assert_close(s, torch.tensor([1.0] * 9 + [0.0], dtype=G.dtype), atol=1e-12,
                                rtol=0)
-    ns = orth.newton_schulz(G)                                    # Muon's quintic: no null part
+    ns = polar.newton_schulz(G)                                    # Muon's quintic: no null part
     assert ns.sum(0).norm() / ns.norm() < 1e-12
-    assert torch.equal(orth.orthogonalise(G, "svd", null="drop"), drop)
+    assert torch.equal(polar.orthogonalise(G, "svd", null="drop"), drop)
 
 
 @pytest.mark.parametrize("shape", SHAPES)
 def test_on_full_rank_matrices_both_rules_are_u_vt_and_the_previous_behaviour(shape):
     G = torch.randn(shape, generator=_gen(9)).flatten(1)
     U, _, Vh = torch.linalg.svd(G.double(), full_matrices=False)
-    for null in orth.NULL_RULES:
-        torch.testing.assert_close(orth.svd_polar(G, null), (U @ Vh).float(), atol=2e-5, rtol=0)
-    assert torch.equal(orth.svd_polar(G), _previous_svd_polar(G))  # default: bit for bit
+    for null in polar.NULL_RULES:
+        torch.testing.assert_close(polar.svd_polar(G, null), (U @ Vh).float(), atol=2e-5, rtol=0)
+    assert torch.equal(polar.svd_polar(G), _previous_svd_polar(G))  # default: bit for bit
 
 
 def test_default_changes_only_the_completed_direction_of_the_previous_behaviour():
     G, _ = _ce_classifier()
-    new, old = orth.orthogonalise(G), _previous_svd_polar(G)
+    new, old = polar.orthogonalise(G), _previous_svd_polar(G)
     torch.testing.assert_close(_centred(new), _centred(old), atol=1e-12, rtol=0)
     assert (new - old).abs().max() > 1e-3      # the arbitrary direction: another completion
 
@@ -286,38 +287,38 @@ def test_batched_complete_recomputes_only_deficient_matrices_alone():
     G, _ = _ce_classifier(d=64)
     F = torch.randn(10, 64, generator=_gen(10), dtype=torch.float64)
     Z = torch.zeros(10, 64, dtype=torch.float64)
-    out = orth.svd_polar(torch.stack([G, F, Z]), "complete")
+    out = polar.svd_polar(torch.stack([G, F, Z]), "complete")
     for M, O in zip((G, F, Z), out):
         U, _, Vh = torch.linalg.svd(M, full_matrices=False)
         assert torch.equal(O, U @ Vh) if M is not F else torch.equal(O, _previous_svd_polar(M))
-    assert torch.equal(orth.svd_polar(Z, "drop"), Z)                # nothing to keep
+    assert torch.equal(polar.svd_polar(Z, "drop"), Z)                # nothing to keep
 
 
 def test_wrapper_drops_the_classifiers_null_direction():
     G, _ = _ce_classifier(dtype=torch.float32)
     W = torch.nn.Parameter(torch.zeros_like(G))
-    wrapper = orth.GradientTransform(torch.optim.SGD([W], lr=1.0), [W], null="drop")
+    wrapper = transform.GradientTransform(torch.optim.SGD([W], lr=1.0), [W], null="drop")
     W.grad = G.clone()
     wrapper.transform_grads()
     assert W.grad.sum(0).norm() < 1e-5 and "null='drop'" in repr(wrapper)
     W.grad = G.clone()
-    orth.GradientTransform(torch.optim.SGD([W], lr=1.0), [W]).transform_grads()
+    transform.GradientTransform(torch.optim.SGD([W], lr=1.0), [W]).transform_grads()
     torch.testing.assert_close(W.grad.sum(0).norm(), torch.tensor(10 ** 0.5), atol=1e-4, rtol=0)
 
 
 def test_null_rule_is_resolved_into_the_config_and_checked():
-    assert orth.GradTransform("orth").null == "complete"              # the source's
-    assert orth.GradTransform("orth") == orth.GradTransform("orth", null="complete")
-    assert orth.GradTransform("orth", method="newton_schulz").null == "drop"
-    assert orth.GradTransform("orth", null="drop").key()["null"] == "drop"
-    assert orth.GradTransform("norm").null is None
+    assert transform.GradTransform("orth").null == "complete"              # the source's
+    assert transform.GradTransform("orth") == transform.GradTransform("orth", null="complete")
+    assert transform.GradTransform("orth", method="newton_schulz").null == "drop"
+    assert transform.GradTransform("orth", null="drop").key()["null"] == "drop"
+    assert transform.GradTransform("norm").null is None
     with pytest.raises(ValueError, match="cannot complete"):
-        orth.GradTransform("orth", method="newton_schulz", null="complete")
+        transform.GradTransform("orth", method="newton_schulz", null="complete")
     with pytest.raises(ValueError, match="null-space rule"):
-        orth.GradTransform("orth", null="zero")
+        transform.GradTransform("orth", null="zero")
     with pytest.raises(ValueError, match="transform 'orth' only"):
-        orth.GradTransform("norm", null="drop")
+        transform.GradTransform("norm", null="drop")
     with pytest.raises(ValueError, match="null_rtol"):
-        orth.GradTransform("orth", null_rtol=2.0)
+        transform.GradTransform("orth", null_rtol=2.0)
     with pytest.raises(ValueError, match="null-space rule"):
-        orth.svd_polar(torch.eye(3), "zero")
+        polar.svd_polar(torch.eye(3), "zero")

@@ -1,4 +1,4 @@
-"""Initial perturbations of a pretrained start (`lalr_core.methods.perturb`, X-L14).
+"""Initial perturbations of a pretrained start (`lalr_core.methods.pretrained.perturb`, X-L14).
 
 Oracles: the noise's RMS against 0.05 x RMS(W) (the sampling error of a Gaussian RMS,
 1 / sqrt(2n)), bitwise equality of every tensor a perturbation must not touch, the re-drawn
@@ -13,11 +13,20 @@ import pytest
 import torch
 
 from lalr_core.core.runs import param_hash
-from lalr_core.core.text.tasks import finetuning_config, pretrained_backbone, pretraining_config
-from lalr_core.core.text.tinytf import EncoderBlock, TinyTFClassifier, TinyTFConfig, init_weights
-from lalr_core.core.train import initial_model, train
-from lalr_core.methods.lalr.diagnostics import LayerDiagnostics
-from lalr_core.methods.perturb import InitialPerturbation, reinit_block
+from lalr_core.methods.pretrained.text.tasks import (
+    finetuning_config,
+    pretrained_backbone,
+    pretraining_config,
+)
+from lalr_core.methods.pretrained.text.tinytf import (
+    EncoderBlock,
+    TinyTFClassifier,
+    TinyTFConfig,
+    init_weights,
+)
+from lalr_core.core.loop.train import initial_model, train
+from lalr_core.methods.layer_lr.lalr.diagnostics import LayerDiagnostics
+from lalr_core.methods.pretrained.perturb import InitialPerturbation, reinit_block
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 CFG = TinyTFConfig(d_model=32, n_blocks=2)

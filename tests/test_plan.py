@@ -15,10 +15,10 @@ from torch import nn
 from lalr_core import driver, plan
 from lalr_core.chapters import ch04_directedness as ch04
 from lalr_core.chapters import chapter
-from lalr_core.core.chapter import Chapter
-from lalr_core.core.config import RunConfig
-from lalr_core.core.models import num_parameters
-from lalr_core.core.train import initial_model
+from lalr_core.core.runs.chapter import Chapter
+from lalr_core.core.loop.config import RunConfig
+from lalr_core.core.models.networks import num_parameters
+from lalr_core.core.loop.train import initial_model
 
 # sklearn digits: 8x8 grey images, 10 classes, official split 1347 / 450
 DIGITS_MLP = RunConfig(dataset="digits", model="mlp", batch_size=32, n_val=0, epochs=3)
@@ -31,7 +31,7 @@ def nothing_trained(monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("a dry run trained, downloaded or installed something")
 
-    for target in ("lalr_core.core.train.train", "lalr_core.core.units.train_unit",
+    for target in ("lalr_core.core.loop.train.train", "lalr_core.core.runs.units.train_unit",
                    "lalr_core.core.data._try_download", "lalr_core.core.data._try_apt",
                    "lalr_core.driver.prepare_data"):
         monkeypatch.setattr(target, refuse)

@@ -3,9 +3,9 @@
 import numpy as np
 
 from lalr_core.chapters.ch06_orthogonal_sgdm.probes import FilterCosineProbe, RepresentationProbe, SymmetryProbe, ZeroGradProbe
-from lalr_core.core.config import RunConfig
-from lalr_core.methods.orthogonal import GradTransform
-from lalr_core.core.train import train
+from lalr_core.core.loop.config import RunConfig
+from lalr_core.methods.orthogonal.transform import GradTransform
+from lalr_core.core.loop.train import train
 
 TINY = dict(dataset="fashion_mnist", synthetic=True, n_train=64, n_val=16, n_test=16,
             model="basic_cnn", batch_size=16, epochs=2, device="cpu", lr=0.01)

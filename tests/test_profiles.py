@@ -1,7 +1,7 @@
 """Profiles, overrides and run-config validation: bad input fails before any compute.
 
 Chapter 04's settings (`lalr_core.chapters.ch04_directedness`) serve as the worked example;
-the last tests are generic ones of `lalr_core.core.config` (``check_profile``,
+the last tests are generic ones of `lalr_core.core.loop.config` (``check_profile``,
 ``RunConfig``).
 """
 
@@ -12,7 +12,7 @@ import pytest
 from lalr_core.chapters import chapter, chapter_settings
 from lalr_core.chapters import ch04_directedness as ch04
 from lalr_core.chapters.ch04_directedness import directedness_configs
-from lalr_core.core.config import PROFILES, RunConfig, check_profile
+from lalr_core.core.loop.config import PROFILES, RunConfig, check_profile
 
 CALLBACKS = {"trajectory": {"window": 10, "per_layer": True}}  # smoke's, per run
 

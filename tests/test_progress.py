@@ -11,7 +11,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from lalr_core.core import progress  # noqa: E402
-from lalr_core.core.figures import FigureWriter, inventory_count  # noqa: E402
+from lalr_core.core.results.inventory import inventory_count  # noqa: E402
+from lalr_core.core.results.writer import FigureWriter
 from lalr_core.core.runs import RunCache, sweep  # noqa: E402
 
 
@@ -53,3 +54,19 @@ def test_follow_copies_what_is_appended_until_stopped(tmp_path):
     stop.set()
     follower.join(5)
     assert not follower.is_alive() and sink.getvalue() == "one\ntwo\n"
+
+
+def test_the_readable_log_keeps_each_bars_final_state_and_the_notes(tmp_path):
+    """Oracle: the text a person would read, written out by hand."""
+    path, sink, log, stop = tmp_path / "p.live", io.StringIO(), io.StringIO(), threading.Event()
+    follower = threading.Thread(target=progress.follow, args=(path, sink, stop, 0.01),
+                                kwargs={"log": log})
+    follower.start()
+    path.write_text("\rtrain 0/2\rtrain 1/2")  # a line split across two appends
+    with path.open("a") as f:
+        f.write("\x1b[A\rtrain 2/2\r   \nsaved fig1\n\r\n\repochs 3/3")
+    stop.set()
+    follower.join(5)
+    assert not follower.is_alive()
+    assert sink.getvalue().endswith("\repochs 3/3")  # the terminal gets every redraw
+    assert log.getvalue() == "train 2/2\nsaved fig1\nepochs 3/3\n"

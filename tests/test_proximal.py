@@ -1,4 +1,4 @@
-"""The pull toward theta_0 (`lalr_core.methods.proximal`, digest III.2, B-1, B-2, IV.2 item 9):
+"""The pull toward theta_0 (`lalr_core.methods.pretrained.proximal`; the slides' split step and selective pull):
 against a twin optimiser that gives theta~ exactly, the wrapped step is theta~ when
 c = g . (theta~ - theta_0) < 0 and theta_0 + (1 - lr lambda)(theta~ - theta_0) when c >= 0,
 with SGD and AdamW; lambda = 0 is the inner optimiser bit for bit; theta_0 survives a
@@ -10,8 +10,8 @@ import pytest
 import torch
 from torch import nn
 
-from lalr_core.core.config import METHODS, RunConfig
-from lalr_core.methods.proximal import (
+from lalr_core.core.loop.config import METHODS, RunConfig
+from lalr_core.methods.pretrained.proximal import (
     ProximalPull,
     ProximalPullOptimizer,
     proximal_gd_step,

@@ -7,11 +7,11 @@ import pandas as pd
 import pytest
 import torch
 
-from lalr_core.methods import channel_masks
+from lalr_core.methods.pruning import channel_masks
 from lalr_core.chapters import ch02b_htsr_pruning as px
 from lalr_core.chapters import chapter, chapter_settings
-from lalr_core.core.models import build_model
-from lalr_core.core.config import RunConfig
+from lalr_core.core.models.networks import build_model
+from lalr_core.core.loop.config import RunConfig
 
 PROFILES = ("smoke", "quick", "paper")
 
@@ -261,10 +261,10 @@ def test_bad_settings_fail_before_any_compute(bad, match):
 
 
 def test_slimmed_remaining_rebuilds_the_runs_start(tmp_path, monkeypatch):
-    from lalr_core.methods.channel_masks import prune_channels, slimmed_parameters
-    from lalr_core.core.units import train_runs
+    from lalr_core.methods.pruning.channel_masks import prune_channels, slimmed_parameters
+    from lalr_core.core.runs.units import train_runs
     from lalr_core.core.runs import ROOT_ENV
-    from lalr_core.core.train import initial_model
+    from lalr_core.core.loop.train import initial_model
 
     monkeypatch.setenv(ROOT_ENV, str(tmp_path / "runs"))
     pre = RunConfig(dataset="digits", n_train=64, n_test=32, model="densenet10_mini",

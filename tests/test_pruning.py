@@ -5,9 +5,14 @@ import math
 import pytest
 import torch
 
-from lalr_core.methods.channel_masks import apply_masks, prunable_layers, prune_channels, sparsity
-from lalr_core.core.models import build_model
-from lalr_core.methods.pruning import (
+from lalr_core.methods.pruning.channel_masks import (
+    apply_masks,
+    prunable_layers,
+    prune_channels,
+    sparsity,
+)
+from lalr_core.core.models.networks import build_model
+from lalr_core.methods.pruning.budgets import (
     channel_importance,
     erk_budgets,
     lamp_budgets,
@@ -44,7 +49,7 @@ def test_budget_direction_and_uniform_metric():
     assert set(flat.values()) == {0.37} == set(uniform_budgets("abc", 0.37).values())
 
 
-def test_digest_literal_rule_under_prunes():
+def test_literal_rule_without_budget_matching_under_prunes():
     # u = (0, 0, 1): P (0.5 + u) has mean 2P/3 < P -- the reason for match_budget=True
     r = layer_budgets({"a": 0.0, "b": 0.0, "c": 1.0}, 0.6, match_budget=False)
     assert r == {"a": 0.3, "b": 0.3, "c": 0.9}
@@ -178,7 +183,7 @@ def _chain():
 
 
 def test_slimmed_parameters_of_a_plain_chain_by_hand():
-    from lalr_core.methods.channel_masks import slimmed_parameters
+    from lalr_core.methods.pruning.channel_masks import slimmed_parameters
     model = _chain().eval()
     pruned, masks = prune_channels(model, {"0": 0.5, "3": 0.25})
     got = slimmed_parameters(pruned, masks, (3, 8, 8))
@@ -190,15 +195,15 @@ def test_slimmed_parameters_of_a_plain_chain_by_hand():
 
 
 def test_slimmed_parameters_unpruned_is_everything():
-    from lalr_core.methods.channel_masks import slimmed_parameters
+    from lalr_core.methods.pruning.channel_masks import slimmed_parameters
     model = _chain()
     got = slimmed_parameters(model, {}, (3, 8, 8))
     assert got["remaining"] == 1.0
 
 
 def test_slimmed_parameters_residual_add_keeps_a_channel_alive():
-    from lalr_core.methods.channel_masks import slimmed_parameters
-    from lalr_core.core.models import build_model
+    from lalr_core.methods.pruning.channel_masks import slimmed_parameters
+    from lalr_core.core.models.networks import build_model
     torch.manual_seed(0)
     model = build_model("resnet18_mini", in_channels=1, num_classes=10, image_size=8)
     # pruning a block's conv2 does not kill the channel: the shortcut still carries it
@@ -209,7 +214,7 @@ def test_slimmed_parameters_residual_add_keeps_a_channel_alive():
 
 
 def test_increment_matches_the_sources_loop():
-    from lalr_core.methods.pruning import EPS, _increment
+    from lalr_core.methods.pruning.budgets import EPS, _increment
 
     def loop(budgets, n, target, step):  # the source's procedure, literally (Ch. 3.2)
         r = torch.zeros_like(budgets)

@@ -1,4 +1,4 @@
-"""Tests of lalr_core.methods.random_nets (seed 003 secs. 1.2-1.4; chapter 07's E2, E4-E6).
+"""Tests of lalr_core.methods.signal.random_nets (seed 003 secs. 1.2-1.4; chapter 07's E2, E4-E6).
 
 Oracles: autograd (gradients and the Jacobian of a small net rebuilt from `sample_layers`),
 exact facts (an orthogonal linear net is an isometry; the first circle's polygon length), the
@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 import torch
 
-from lalr_core.methods import mean_field as mf
-from lalr_core.methods import nngp as ng
-from lalr_core.methods import random_nets as rn
+from lalr_core.methods.signal import mean_field as mf
+from lalr_core.methods.signal import nngp as ng
+from lalr_core.methods.signal import random_nets as rn
 
 pytestmark = pytest.mark.usefixtures("one_thread")   # QR / SVD stall with threads on 2 cores
 

@@ -12,7 +12,6 @@ import pathlib
 import pickle
 import subprocess
 import sys
-import types
 import uuid
 import warnings
 
@@ -22,8 +21,8 @@ import pytest
 import torch
 
 import lalr_core
-from lalr_core.core import atomic_io, code_hash, runs
-from lalr_core.core.runs import RunCache, cached, param_hash, sweep
+from lalr_core.core import atomic_io, runs
+from lalr_core.core.runs import RunCache, cached, code_hash, param_hash, sweep
 
 # ---------------------------------------------------------------- module-level units
 # Spawned worker processes import this module to unpickle these functions.
@@ -402,7 +401,7 @@ def test_key_includes_the_units_code(cache, tmp_path):
     assert meta["code_fingerprint"] == fingerprint and meta["code_modules"] == [__name__]
     assert meta["param_hash"] == param_hash(params, version="test-1")  # = a figure sidecar's
     assert meta["code_closure"] == code_hash.module_closure([__name__])
-    assert {"lalr_core.core.runs", "lalr_core.core.code_hash"} <= set(meta["code_closure"])
+    assert {"lalr_core.core.runs", "lalr_core.core.runs.code_hash"} <= set(meta["code_closure"])
     payload = {"code": fingerprint, "params": {"i": 2, "marks": params["marks"]},
                "version": "test-1"}
     text = json.dumps(payload, sort_keys=True, separators=(",", ":"))
@@ -431,23 +430,23 @@ def test_cached_recomputes_after_a_code_edit_not_a_comment_edit(cache, tmp_path,
 
 def test_sweep_keys_by_code_and_code_modules(cache, tmp_path, unit_module):
     module, _ = unit_module
-    module.unit.code_modules = lambda p: ["lalr_core.core.layers"] if p["i"] else []
+    module.unit.code_modules = lambda p: ["lalr_core.core.models.layers"] if p["i"] else []
     grid = _grid(tmp_path, 2)
     assert sweep(module.unit, grid, name="u", cache=cache, progress=False) == [0, 10]
     by_i = {m["params"]["i"]: m for m in cache.entries("u")}
     assert by_i[0]["code_modules"] == [module.__name__]
-    assert by_i[1]["code_modules"] == sorted([module.__name__, "lalr_core.core.layers"])
-    assert "lalr_core.core.layers" in by_i[1]["code_closure"]
-    assert "lalr_core.core.layers" not in by_i[0]["code_closure"]
+    assert by_i[1]["code_modules"] == sorted([module.__name__, "lalr_core.core.models.layers"])
+    assert "lalr_core.core.models.layers" in by_i[1]["code_closure"]
+    assert "lalr_core.core.models.layers" not in by_i[0]["code_closure"]
     assert sweep(module.unit, grid, name="u", cache=cache, progress=False) == [0, 10]
     assert calls(tmp_path / "marks") == 2  # all reused
-    module.unit.code_modules = lambda p: ["lalr_core.core.registry"] if p["i"] else []
+    module.unit.code_modules = lambda p: ["lalr_core.core.loop.registry"] if p["i"] else []
     sweep(module.unit, grid, name="u", cache=cache, progress=False)
     assert [calls(tmp_path / "marks", i) for i in (0, 1)] == [1, 2]  # only unit 1 changed
     module.unit.code_modules = lambda p: p["missing"]
     with pytest.raises(ValueError, match="code_modules"):
         sweep(module.unit, grid, name="u", cache=cache, progress=False)
-    module.unit.code_modules = lambda p: "lalr_core.core.layers"
+    module.unit.code_modules = lambda p: "lalr_core.core.models.layers"
     with pytest.raises(ValueError, match="module names"):
         sweep(module.unit, grid, name="u", cache=cache, progress=False)
 
@@ -483,9 +482,8 @@ def test_registered_family_keys_without_fn(cache, tmp_path):
 
 
 def test_pretrained_weights_reads_what_the_training_unit_stored(tmp_path, monkeypatch):
-    from lalr_core.core.callbacks import pretrained_weights
-    from lalr_core.core.config import RunConfig
-    from lalr_core.core.units import train_unit
+    from lalr_core.core.loop.config import RunConfig
+    from lalr_core.core.runs.units import pretrained_weights, train_unit
 
     monkeypatch.setenv(runs.ROOT_ENV, str(tmp_path / "runs"))
     spec = {"run": RunConfig(seed=7).key(), "callbacks": {"weights": {}}}

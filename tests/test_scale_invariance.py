@@ -1,13 +1,13 @@
-"""E14 (`lalr_core.methods.scale_invariance`): the scale-invariant logistic model against
+"""E14 (`lalr_core.methods.layer_lr.scale_invariance`): the scale-invariant logistic model against
 torch autograd (its gradient, ``w . grad L = 0``, ``grad L(a w) = grad L(w) / a``), the exact
 per-step norm recursion with and without weight decay, the closed-form equilibrium as a fixed
-point, the log-log fit on exact power laws, and the slope at the digest's settings."""
+point, the log-log fit on exact power laws, and the slope at E14's planned settings."""
 
 import numpy as np
 import pytest
 import torch
 
-from lalr_core.methods.scale_invariance import (
+from lalr_core.methods.layer_lr.scale_invariance import (
     FIT_WINDOW,
     equilibrium_norm_sq,
     implicit_decay,
@@ -78,8 +78,8 @@ def test_loglog_slope_recovers_an_exact_power_law_over_the_stated_window():
         loglog_slope(k[:2], k[:2])
 
 
-def test_digest_settings_norm_grows_as_sqrt_k_and_settles_with_weight_decay():
-    """Batch 32, 20k steps, eta 0.1 and 1 (digest: 0.489 / 0.483; theory 0.5 +- 0.03)."""
+def test_planned_settings_norm_grows_as_sqrt_k_and_settles_with_weight_decay():
+    """Batch 32, 20k steps, eta 0.1 and 1 (our first prototype: 0.489 / 0.483; theory 0.5 +- 0.03)."""
     table = implicit_decay(lrs=(0.1, 1.0), wds=(0.0, 1e-3)).set_index(["lr", "wd"])
     free = table.xs(0.0, level="wd")
     assert ((free["slope_corrected"] - 0.5).abs() < 0.03).all()

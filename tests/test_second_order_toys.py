@@ -1,12 +1,12 @@
-"""Oracles for `lalr_core.methods.second_order_toys` (seed 003, E9-E12, E15)."""
+"""Oracles for `lalr_core.methods.curvature.second_order_toys` (seed 003, E9-E12, E15)."""
 
 import numpy as np
 import pytest
 import torch
 from torch import nn
 
-from lalr_core.methods import curvature as cv
-from lalr_core.methods import second_order_toys as so
+from lalr_core.methods.curvature import operators as cv
+from lalr_core.methods.curvature import second_order_toys as so
 
 
 def test_newton_on_a_quadratic_converges_in_one_step():
@@ -45,7 +45,7 @@ def test_gauss_newton_equals_newton_where_residuals_vanish():
     np.testing.assert_allclose(2 * J1.T @ J1, so.rosen_hess(opt), rtol=1e-14)
 
 
-def test_rosenbrock_iteration_counts_match_the_digest():
+def test_rosenbrock_iteration_counts_newton_5_gauss_newton_2_damped_40():
     x0 = so.ROSENBROCK_START
     assert so.second_order_path(so.rosen_f, so.rosen_grad, so.rosen_hess, x0).iters == 5
     assert so.gauss_newton_path(so.rosen_residuals, so.rosen_residual_jacobian, x0).iters == 2
@@ -92,7 +92,7 @@ def test_ggn_is_psd_and_hessian_indefinite_at_init():
     H, G = so.hessian_and_ggn(so.mlp(act="relu"), X, y)
     assert torch.linalg.eigvalsh(G)[0] > -1e-10
     assert torch.linalg.eigvalsh(H)[0] < -1e-3
-    assert so.relative_difference(H, G) > 1e-2          # ReLU: H != G (digest erratum 2.2)
+    assert so.relative_difference(H, G) > 1e-2          # ReLU: H != G (an erratum in the notes' sec. 2.2)
 
 
 def test_natural_gradient_is_invariant_to_feature_rescaling():

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from lalr_core.methods.similarity import (
+from lalr_core.methods.similarity.cosine_sets import (
     channel_similarity,
     five_numbers,
     pairwise_abs_cos,

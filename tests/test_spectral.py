@@ -9,7 +9,7 @@ import torch
 from scipy import integrate
 from torch import nn
 
-from lalr_core.methods.spectral import (
+from lalr_core.methods.spectra import (
     alphas,
     esd,
     esds,
@@ -350,7 +350,7 @@ def test_full_rank_alpha_is_unchanged_and_equal_under_both_counts():
     assert (lam > 0).all()
     old = fit_alpha(lam, "median")
     # `fit_alpha(esd(W))["alpha"]` of this W computed by the code before the eig_floor=None
-    # option existed (lalr_core.methods.spectral, one thread), hard-coded: must not move
+    # option existed (lalr_core.methods.spectra, one thread), hard-coded: must not move
     assert old["alpha"] == 2.352717030486675 and old["n_tail"] == 75
     assert fit_alpha(lam, "median", eig_floor=None) == old                 # bit-identical
     assert alphas({"w": W}, eig_floor=None).loc["w", "alpha"] == old["alpha"]

@@ -11,9 +11,9 @@ import pytest
 import torch
 from torch import nn
 
-from lalr_core.methods.spectral import WW_CONVENTION, alphas, esds, fit_alpha, layer_matrices
-from lalr_core.methods.spectral import power_law as pl
-from lalr_core.methods.spectral.matrices import worker_pool
+from lalr_core.methods.spectra import WW_CONVENTION, alphas, esds, fit_alpha, layer_matrices
+from lalr_core.methods.spectra import power_law as pl
+from lalr_core.methods.spectra.matrices import worker_pool
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

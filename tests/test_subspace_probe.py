@@ -21,12 +21,12 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from lalr_core.core.config import RunConfig
+from lalr_core.core.loop.config import RunConfig
 from lalr_core.core.data import load_data
-from lalr_core.core.models import build_model
-from lalr_core.core.train import train
-from lalr_core.methods import quasi_newton as qn
-from lalr_core.methods import subspace_probe as sp
+from lalr_core.core.models.networks import build_model
+from lalr_core.core.loop.train import train
+from lalr_core.methods.class_subspace import assumptions, gradients
+from lalr_core.methods.class_subspace import probe as sp
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -82,17 +82,17 @@ def _hessian_vectorised(model: nn.Module, x: torch.Tensor, k: int) -> torch.Tens
 def test_probe_terms_equal_the_quasi_newton_metrics():
     model, (x, y) = _mlp(), _batch()
     model.eval()
-    grads = qn.own_logit_gradients(model, x, y)                        # per-example loop
+    grads = assumptions.own_logit_gradients(model, x, y)                        # per-example loop
     H = torch.stack([_hessian_loop(model, xi, int(yi)) for xi, yi in zip(x, y)])
     torch.testing.assert_close(sp.own_logit_grads(model, x, y), grads)
     lc = sp.logit_curvature(model, x, y)
     lc["step"], lc["epoch"] = 0, 0
-    assert sp.q_lc_by_step(lc)["q_lc"].item() == pytest.approx(qn.q_lc(grads, H, y), rel=1e-10)
+    assert sp.q_lc_by_step(lc)["q_lc"].item() == pytest.approx(assumptions.q_lc(grads, H, y), rel=1e-10)
     P = grads.shape[1]
     assert lc["f"].to_numpy() == pytest.approx((grads.abs().sum(1) / P).numpy(), rel=1e-12)
     sl = sp.same_class_similarity(model, x, y)
     sl["step"], sl["epoch"] = 0, 0
-    assert sp.q_sl_by_step(sl)["q_sl"].item() == pytest.approx(qn.q_sl(grads, y), rel=1e-10)
+    assert sp.q_sl_by_step(sl)["q_sl"].item() == pytest.approx(assumptions.q_sl(grads, y), rel=1e-10)
     # all P columns, in a random order, give the exact mean off-diagonal entry
     full = sp.logit_curvature(model, x, y, columns=P, generator=torch.Generator().manual_seed(3))
     np.testing.assert_allclose(full["u"], lc["u"], rtol=1e-10)
@@ -122,12 +122,12 @@ def test_class_gradients_from_the_loops_backward_equal_class_gradients(bn):
     loss.backward()
     probe.on_backward(model)
     model.load_state_dict(state)                         # the BN statistics of that forward
-    G, counts = qn.class_gradients(model, x, y)         # train mode, as the loop's forward
+    G, counts = gradients.class_gradients(model, x, y)         # train mode, as the loop's forward
     present = counts > 0
     step, epoch, classes, q_print, q_pairs = probe.gc_rows[-1]
     assert (step, epoch, classes) == (1, 1, 2)
-    assert q_print == pytest.approx(qn.q_gc(G[present]), rel=1e-12)
-    assert q_pairs == pytest.approx(qn.q_gc(G[present], printed=False), rel=1e-12)
+    assert q_print == pytest.approx(assumptions.q_gc(G[present]), rel=1e-12)
+    assert q_pairs == pytest.approx(assumptions.q_gc(G[present], printed=False), rel=1e-12)
     V = probe.dirs[-1]
     expect = (G / G.norm(dim=1, keepdim=True).clamp_min(1e-300)).float()
     torch.testing.assert_close(V, expect)
@@ -157,7 +157,7 @@ def _spec(cfg, **kw):
 
 def test_the_probe_does_not_change_training_and_records_match_direct_calls():
     cfg = RunConfig(**{**TINY, "model": "basic_cnn"}, epochs=2)          # with batch norm
-    from lalr_core.core.callbacks import FinalWeights
+    from lalr_core.core.loop.callbacks import FinalWeights
     plain = train(cfg, callbacks=[FinalWeights()], progress=False)
     probed = train(cfg, callbacks=[FinalWeights(), sp.ClassSubspaceProbe(**_spec(cfg))],
                    progress=False)
@@ -178,14 +178,14 @@ def test_the_probe_does_not_change_training_and_records_match_direct_calls():
     idx = torch.tensor(out["probe"]["lc"])
     X, y = d.X_train[idx].double(), d.y_train[idx]
     assert y.tolist() == list(range(10))                 # the first example of each class
-    grads = qn.own_logit_gradients(model, X, y)
+    grads = assumptions.own_logit_gradients(model, X, y)
     H = torch.stack([_hessian_vectorised(model, xi, int(yi)) for xi, yi in zip(X, y)])
     last = sp.q_lc_by_step(out["lc"]).iloc[-1]
-    assert last["step"] == steps and last["q_lc"] == pytest.approx(qn.q_lc(grads, H, y), rel=1e-8)
+    assert last["step"] == steps and last["q_lc"] == pytest.approx(assumptions.q_lc(grads, H, y), rel=1e-8)
     idx = torch.tensor(out["probe"]["sl"])
     X, y = d.X_train[idx].double(), d.y_train[idx]
     last = sp.q_sl_by_step(out["sl"]).iloc[-1]
-    ref = qn.q_sl(qn.own_logit_gradients(model, X, y), y)
+    ref = assumptions.q_sl(assumptions.own_logit_gradients(model, X, y), y)
     assert last["q_sl"] == pytest.approx(ref, rel=1e-8)
 
 
@@ -222,7 +222,7 @@ def test_rank_and_assignment_series_on_constructed_subspaces():
     assert energy[0] == pytest.approx(1.0, abs=1e-6) and energy[2] == pytest.approx(1.0, abs=1e-6)
     assert 0 < energy[1] < 0.2                          # about k / P = 0.02 for random rows
     cos = sp.assignment_series(dirs, counts, E)
-    assert cos[1] == pytest.approx(qn.assignment_cosine(outside, E)[0], rel=1e-5)
+    assert cos[1] == pytest.approx(assumptions.assignment_cosine(outside, E)[0], rel=1e-5)
     vals, vecs = sp.top_hessian_eigenvectors(_mlp(), *_batch(), k=3)
     assert vecs.shape == (3, sum(p.numel() for p in _mlp().parameters()))
     assert torch.all(vals[:-1] >= vals[1:])

@@ -1,10 +1,10 @@
-"""`lalr_core.core.tables.run_table`: one row per run, columns in a fixed order."""
+"""`lalr_core.core.results.tables.run_table`: one row per run, columns in a fixed order."""
 
 import math
 
 import pytest
 
-from lalr_core.core.tables import run_table
+from lalr_core.core.results.tables import run_table
 
 
 def _res(final, diverged=False, wall=1.5):

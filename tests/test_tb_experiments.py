@@ -9,9 +9,9 @@ import pytest
 
 from lalr_core.chapters import ch02_tempbalance as tb
 from lalr_core.chapters import chapter, chapter_settings
-from lalr_core.core.config import RunConfig
-from lalr_core.methods.tempbalance import allocate
-from lalr_core.methods.tempbalance_callback import TempBalance
+from lalr_core.core.loop.config import RunConfig
+from lalr_core.methods.layer_lr.tempbalance import allocate
+from lalr_core.methods.layer_lr.tempbalance.callback import TempBalance
 
 
 @pytest.mark.parametrize("profile", ["smoke", "quick", "paper"])

@@ -8,8 +8,8 @@ import pytest
 import torch
 from torch import nn
 
-from lalr_core.core.models import build_model
-from lalr_core.methods.tempbalance import (
+from lalr_core.core.models.networks import build_model
+from lalr_core.methods.layer_lr.tempbalance import (
     SCHEMES,
     SUM_PRESERVING,
     LayerLR,
@@ -62,7 +62,7 @@ def test_neg_pow2_vector_and_assignment():
     # eq. 2.22: j-th smallest alpha gets NegPow2[j]; ALPHAS ranks are 0, 2, 1, 3
     np.testing.assert_allclose(allocate(ALPHAS, LR, "neg_pow2"),
                                LR * 4 * np.array([1 / 16, 1 / 4, 1 / 8, 9 / 16]), rtol=1e-12)
-    lrs = allocate(np.linspace(2, 6, 19), 1.0, "neg_pow2")  # digest E-2.5 counts for n = 19
+    lrs = allocate(np.linspace(2, 6, 19), 1.0, "neg_pow2")  # E-2.5's counts for n = 19
     assert (lrs < 0.1).sum() == 12 and (lrs < 0.01).sum() == 9
     assert lrs.max() == pytest.approx(9.5, abs=1e-4)
 
@@ -247,8 +247,8 @@ def test_apply_bad_inputs_raise():
 def test_name_rule_ties_norms_as_the_tempbalance_authors_do():
     """The authors' batchnorm_type='name': a BN joins the conv named like it with bn -> conv;
     a ResNet's shortcut BN and the BNs inside a Sequential (VGG) keep the global lr."""
-    from lalr_core.core.models import build_model
-    from lalr_core.methods.tempbalance.groups import layer_groups
+    from lalr_core.core.models.networks import build_model
+    from lalr_core.methods.layer_lr.tempbalance.groups import layer_groups
     net = build_model("resnet18_mini", in_channels=1, num_classes=10, width=0.25, image_size=8)
     modules = dict(net.named_modules())
     names, params, rest = layer_groups(net, skip_first=True, skip_last=True, norms="name")

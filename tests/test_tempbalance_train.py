@@ -5,10 +5,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from lalr_core.core.models import build_model
-from lalr_core.core.config import RunConfig
-from lalr_core.core.train import make_optimizer, train
-from lalr_core.methods.tempbalance_callback import TempBalance
+from lalr_core.core.models.networks import build_model
+from lalr_core.core.loop.config import RunConfig
+from lalr_core.core.loop.train import make_optimizer, train
+from lalr_core.methods.layer_lr.tempbalance.callback import TempBalance
 
 TINY = dict(dataset="fashion_mnist", synthetic=True, n_train=64, n_val=16, n_test=16,
             model="basic_cnn", batch_size=16, epochs=2, device="cpu")
@@ -127,7 +127,7 @@ def test_layer_lr_params_and_resume(tmp_path):
 def test_one_output_head_and_small_layers_do_not_stop_tempbalance():
     """The skipped classifier is never fitted (a 1-output head has one eigenvalue), and a layer
     under min_eigs keeps lr_t with a NaN alpha, the others are allocated among themselves."""
-    from lalr_core.methods.tempbalance_callback import TempBalanceCallback
+    from lalr_core.methods.layer_lr.tempbalance.callback import TempBalanceCallback
     torch = pytest.importorskip("torch")
     torch.manual_seed(0)
     net = torch.nn.Sequential(torch.nn.Linear(20, 30), torch.nn.Linear(30, 30),
@@ -151,8 +151,8 @@ def test_callback_counts_a_rank_deficient_layer_as_tempbalance_does():
     """TempBalance's net_esd_estimator keeps numerical zeros (filter_zeros=False), so a
     rank-10 layer's median x_min is a zero and its alpha the limit 1; dropping the zeros
     (spectral's default) would fit a 5-value tail of the 10 non-zero eigenvalues instead."""
-    from lalr_core.methods import spectral
-    from lalr_core.methods.tempbalance_callback import TempBalanceCallback
+    from lalr_core.methods import spectra as spectral
+    from lalr_core.methods.layer_lr.tempbalance.callback import TempBalanceCallback
     torch = pytest.importorskip("torch")
     g = torch.Generator().manual_seed(1)
     net = torch.nn.Sequential(torch.nn.Linear(8, 150), torch.nn.Linear(150, 200),

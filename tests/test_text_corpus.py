@@ -1,4 +1,4 @@
-"""D-SYN-TXT (`lalr_core.core.text.corpus`): labels recomputed by independent rules on
+"""D-SYN-TXT (`lalr_core.methods.pretrained.text.corpus`): labels recomputed by independent rules on
 hand-written and generated sequences, the sparse chain, seeded determinism, class balance and
 the OOD sets of X-L15."""
 
@@ -8,7 +8,7 @@ import re
 import numpy as np
 import pytest
 
-from lalr_core.core.text import corpus as c
+from lalr_core.methods.pretrained.text import corpus as c
 
 PAD, CLS = 0, 1
 

@@ -1,4 +1,4 @@
-"""The text tasks (`lalr_core.core.text.tasks`, `.mlm`): the masking rule counted, the MLM
+"""The text tasks (`lalr_core.methods.pretrained.text.tasks`, `.mlm`): the masking rule counted, the MLM
 loss against an explicit log-softmax, the pretraining as one cached unit, fine-tunings that
 start from exactly its encoder (whether or not it was cached), forgetting measured on the
 pretraining's own held-out set, and every task trained end to end on tiny sizes."""
@@ -7,16 +7,26 @@ import numpy as np
 import pytest
 import torch
 
-from lalr_core.core.config import RunConfig
+from lalr_core.core.loop.config import RunConfig
+from lalr_core.core.loop.train import initial_model, train
 from lalr_core.core.runs import RunCache, param_hash
-from lalr_core.core.text import corpus
-from lalr_core.core.text.mlm import (IGNORE, heldout_masked, mask_tokens, masked_count,
-                                     masked_lm_loss)
-from lalr_core.core.text.tasks import (MLMTask, SequenceClassificationTask, finetuning_config,
-                                       pretrained_backbone, pretrained_mlm_head,
-                                       pretraining_config, pretraining_result)
-from lalr_core.core.train import initial_model, train
-from lalr_core.core.units import train_code_modules, train_runs
+from lalr_core.core.runs.units import pretrained, train_code_modules, train_runs
+from lalr_core.methods.pretrained.text import corpus
+from lalr_core.methods.pretrained.text.mlm import (
+    IGNORE,
+    heldout_masked,
+    mask_tokens,
+    masked_count,
+    masked_lm_loss,
+)
+from lalr_core.methods.pretrained.text.tasks import (
+    MLMTask,
+    SequenceClassificationTask,
+    finetuning_config,
+    pretrained_backbone,
+    pretrained_mlm_head,
+    pretraining_config,
+)
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # 2 threads stall on the shared cores
 TINY_MLM = dict(epochs=1, batch_size=8, n_corpus=32, n_val=8, n_test=8, device="cpu")
@@ -83,10 +93,10 @@ def test_mlm_batches_hold_one_length_each_and_the_run_is_one_cached_unit(cache_r
             inputs.shape[1] - 1, 0.15)
         seen.append(inputs.shape[1])
     assert sorted(seen) == [16, 16, 48, 48]
-    first = pretraining_result(cfg)
+    first = pretrained(cfg)
     assert len(RunCache(cache_root).entries("train")) == 1
     assert np.isfinite(first["history"]["train_loss"]).all()
-    again = pretraining_result(cfg)  # read back, not trained again
+    again = pretrained(cfg)  # read back, not trained again
     assert len(RunCache(cache_root).entries("train")) == 1
     assert again["wall_time_s"] == first["wall_time_s"]
     assert set(pretrained_mlm_head(again)) == {"bias"}
@@ -97,7 +107,7 @@ def test_finetuning_starts_from_exactly_the_pretrained_encoder(cache_root):
     cfg = finetuning_config("sent", pretrained=pre, **TINY_FT)
     computed_inside = initial_model(cfg)  # the pretraining is trained here, on the miss
     from_cache = initial_model(cfg)
-    weights = pretraining_result(pre)["callbacks"]["weights"]
+    weights = pretrained(pre)["callbacks"]["weights"]
     for name, value in from_cache.encoder.state_dict().items():
         assert torch.equal(value, weights[f"encoder.{name}"]), name
     assert set(pretrained_backbone(pre)) == set(from_cache.encoder.state_dict())
@@ -111,7 +121,7 @@ def test_finetuning_starts_from_exactly_the_pretrained_encoder(cache_root):
 
 def test_forgetting_at_step_zero_is_the_pretrainings_val_loss(cache_root):
     pre = pretraining_config(**TINY_MLM)
-    final = pretraining_result(pre)["final"]
+    final = pretrained(pre)["final"]
     cfg = finetuning_config("sent", pretrained=pre, **TINY_FT)
     data = cfg.task.load(cfg, torch.device("cpu"))
     loss, acc = cfg.task.evaluate(cfg, initial_model(cfg), data, "mlm")
@@ -143,7 +153,7 @@ def test_splits_callback_records_ood_and_forgetting_through_the_cache(cache_root
     assert rec["history"][["epoch", "split"]].values.tolist() == [
         [0, "test_noise"], [0, "mlm"], [1, "test_noise"], [1, "mlm"]]
     assert rec["history"]["loss"].iloc[1] == pytest.approx(
-        pretraining_result(pre)["final"]["val_loss"], rel=1e-6)
+        pretrained(pre)["final"]["val_loss"], rel=1e-6)
     assert rec["correct"]["test_noise"].shape == (16,)
     assert len(RunCache(cache_root).entries("train")) == 2  # the pretraining and this run
 
@@ -155,7 +165,7 @@ def test_configs_round_trip_and_bad_settings_raise():
     assert param_hash(cfg.key()) == param_hash(RunConfig(**cfg.key()).key())
     assert cfg.key()["task"]["pretrained"] == pre.key()
     unit = {"run": cfg.key(), "callbacks": {}}
-    assert "lalr_core.core.text.tasks" in train_code_modules(unit)
+    assert "lalr_core.methods.pretrained.text.tasks" in train_code_modules(unit)
     big = pretraining_config(n_blocks=4, **TINY_MLM)
     assert finetuning_config("sent", pretrained=big).task.n_blocks == 4
     with pytest.raises(ValueError, match="differs"):
@@ -172,7 +182,7 @@ def test_configs_round_trip_and_bad_settings_raise():
 
 
 def test_runs_are_bit_identical_at_a_fixed_seed():
-    from lalr_core.core.callbacks import FinalWeights
+    from lalr_core.core.loop.callbacks import FinalWeights
 
     for cfg in (pretraining_config(**TINY_MLM), finetuning_config("acc", **TINY_FT)):
         first, second = FinalWeights(), FinalWeights()

@@ -1,4 +1,4 @@
-"""TinyTF (`lalr_core.core.text.tinytf`): shapes and parameter counts against the closed
+"""TinyTF (`lalr_core.methods.pretrained.text.tinytf`): shapes and parameter counts against the closed
 form, the hand-written attention against torch's scaled_dot_product_attention and the whole
 attention sub-layer against nn.MultiheadAttention, the padding mask, and the tied MLM head."""
 
@@ -7,8 +7,14 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from lalr_core.core.text.tinytf import (EncoderBlock, TinyTFClassifier, TinyTFConfig, TinyTFMLM,
-                                        attention, tied_mlm_logits)
+from lalr_core.methods.pretrained.text.tinytf import (
+    EncoderBlock,
+    TinyTFClassifier,
+    TinyTFConfig,
+    TinyTFMLM,
+    attention,
+    tied_mlm_logits,
+)
 
 
 pytestmark = pytest.mark.usefixtures("one_thread")

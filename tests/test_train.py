@@ -11,10 +11,10 @@ import torch
 import torch.nn.functional as F
 
 from lalr_core.core.data import load_data
-from lalr_core.core.models import build_model
-from lalr_core.core.config import RunConfig
-from lalr_core.core.tasks import ImageClassification
-from lalr_core.core.train import lr_factor, train
+from lalr_core.core.models.networks import build_model
+from lalr_core.core.loop.config import RunConfig
+from lalr_core.core.loop.tasks import ImageClassification
+from lalr_core.core.loop.train import lr_factor, train
 from lalr_core.methods.trajectory import TrajectoryCallback
 
 TINY = dict(dataset="fashion_mnist", synthetic=True, n_train=64, n_val=16, n_test=16, model="mlp",
@@ -194,8 +194,8 @@ def test_plugin_key_leaves_out_fields_outside_comparison():
 
 
 def test_result_keeps_per_example_test_correctness_matching_the_accuracy():
-    from lalr_core.core.config import RunConfig
-    from lalr_core.core.train import train
+    from lalr_core.core.loop.config import RunConfig
+    from lalr_core.core.loop.train import train
     cfg = RunConfig(synthetic=True, epochs=1, n_train=64, n_test=50, batch_size=32,
                     model="mlp", width=0.25)
     res = train(cfg, progress=False)

@@ -1,4 +1,4 @@
-"""The GPU-path options of the training loop leave the float32 CPU path as it was (issue 17).
+"""The GPU-path options of the training loop leave the float32 CPU path as it was.
 
 bf16 autocast applies on CUDA only, channels_last is a memory layout, and compiling is opt-in
 on CPU: a CPU run with bf16 asked for, or with ``$LALR_COMPILE=1``, is bit-identical to the
@@ -9,10 +9,10 @@ Oracle: the plain float32 eager run, with contiguous weights where the layout is
 import pytest
 import torch
 
-from lalr_core.core import train as train_mod
-from lalr_core.core.config import RunConfig
-from lalr_core.core.tasks import ImageClassification
-from lalr_core.core.train import COMPILE_ENV, compile_wanted, train
+from lalr_core.core.loop import train as train_mod
+from lalr_core.core.loop.config import RunConfig
+from lalr_core.core.loop.tasks import ImageClassification
+from lalr_core.core.loop.train import COMPILE_ENV, compile_wanted, train
 
 CFG = RunConfig(dataset="fashion_mnist", synthetic=True, n_train=192, n_val=64, n_test=64,
                 model="basic_cnn", batch_size=64, epochs=2, device="cpu", eval_batch_size=128,

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from lalr_core.methods import trainability as tr
+from lalr_core.methods.signal import trainability as tr
 
 
 def _blobs(n=200, seed=0):

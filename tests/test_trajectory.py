@@ -328,7 +328,7 @@ def test_rw_monte_carlo_against_closed_forms():
         z = (res[key].mean(1) - expected) / np.sqrt(var / R)
         assert np.all(np.abs(z) < 4.5), (key, z)
         np.testing.assert_allclose(res[key].var(1, ddof=1), var, rtol=4 * math.sqrt(2 / R))
-    psi = res["layer_psi_window"].mean(1)  # eq. 3.14 and G9: ~ 1/sqrt(min(t, N))
+    psi = res["layer_psi_window"].mean(1)  # eq. 3.14 on the window: ~ 1/sqrt(min(t, N))
     np.testing.assert_allclose(psi, tj.rw_expected_psi_window(t, N), rtol=0.06)
     assert np.allclose(tj.rw_expected_ds(t, sigma, n) / tj.rw_expected_dt(t, sigma, n), np.sqrt(t))
 
@@ -427,7 +427,7 @@ def test_balanced_gamma_and_objective():
     ds, dt = np.array([1.0, 2.0, 3.0]), np.array([0.5, 1.0, 1.0])
     g = tj.balanced_gamma(ds, dt)
     assert g == pytest.approx(2.25 / (14 + 2.25))
-    assert g * np.sum(ds**2) == pytest.approx((1 - g) * np.sum(dt**2))  # equal weights (G5)
+    assert g * np.sum(ds**2) == pytest.approx((1 - g) * np.sum(dt**2))  # equal weights (our gamma)
     assert tj.fit_objective(ds, dt, ds, dt, 0.3) == 0
     assert tj.fit_objective(ds, dt, ds + 1, dt, 0.3) == pytest.approx(0.3 * 3)
     assert tj.fit_objective(ds, dt, ds + 1, dt + 2, 0.0) == pytest.approx(12)

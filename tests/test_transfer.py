@@ -1,4 +1,4 @@
-"""The vision transfer setting (`lalr_core.methods.transfer`): the head rule against a forward
+"""The vision transfer setting (`lalr_core.methods.pretrained.vision`): the head rule against a forward
 hook, class subsets traced back to the real loader's images, the pretraining as one cached
 unit, fine-tunings that start from exactly its trunk with a seeded fresh head, forgetting at
 step 0 equal to the pretraining's own test metrics, the dataset-change path, and the ImageNet
@@ -11,24 +11,22 @@ import numpy as np
 import pytest
 import torch
 
-from lalr_core.core.config import RunConfig
+from lalr_core.chapters.ch01_lalr.transfer import finetuning_config, pretraining_config
 from lalr_core.core.data import DATASETS, ROOT_ENV_VAR, load_data
-from lalr_core.core.models import build_model
+from lalr_core.core.loop.config import RunConfig
+from lalr_core.core.loop.train import initial_model
+from lalr_core.core.models.networks import build_model
 from lalr_core.core.runs import RunCache, param_hash
-from lalr_core.core.train import initial_model
-from lalr_core.core.units import train_code_modules, train_runs
-from lalr_core.methods.transfer import (
+from lalr_core.core.runs.units import pretrained, train_code_modules, train_runs
+from lalr_core.methods.pretrained.vision import (
     ClassSubsetTask,
     PretrainedWeightsUnavailable,
     TransferTask,
     WithHead,
-    finetuning_config,
     head_keys,
     head_name,
     imagenet_resnet18_weights,
     pretrained_head,
-    pretraining_config,
-    pretraining_result,
     subset_images,
 )
 
@@ -144,7 +142,7 @@ def test_finetuning_starts_from_exactly_the_pretrained_trunk(cache_root):
     assert cfg.task.classes == (5, 6, 7, 8, 9)
     model = initial_model(cfg)  # the pretraining is trained here, on the miss
     assert len(RunCache(cache_root).entries("train")) == 1
-    weights = pretraining_result(pre)["callbacks"]["weights"]
+    weights = pretrained(pre)["callbacks"]["weights"]
     for name, value in model.state_dict().items():
         if not name.startswith("fc."):
             assert torch.equal(value, weights[name]), name
@@ -160,7 +158,7 @@ def test_finetuning_starts_from_exactly_the_pretrained_trunk(cache_root):
 
 def test_forgetting_is_recorded_from_the_pretrainings_own_test_metrics(cache_root):
     pre = pretraining_config(**TINY)
-    final = pretraining_result(pre)["final"]
+    final = pretrained(pre)["final"]
     cfg = finetuning_config(pre, **TINY_FT)
     data = cfg.task.load(cfg, torch.device("cpu"))
     loss, acc = cfg.task.evaluate(cfg, initial_model(cfg), data, "pretrain")
@@ -198,7 +196,7 @@ def test_configs_round_trip_and_bad_settings_raise():
     assert RunConfig(**cfg.key()) == cfg
     assert param_hash(cfg.key()) == param_hash(RunConfig(**cfg.key()).key())
     assert cfg.key()["task"]["pretrained"] == pre.key()
-    assert "lalr_core.methods.transfer" in train_code_modules({"run": cfg.key(),
+    assert "lalr_core.methods.pretrained.vision" in train_code_modules({"run": cfg.key(),
                                                                "callbacks": {}})
     assert cfg.task.splits == ("train", "val", "test", "pretrain")
     with pytest.raises(ValueError, match="image_subset"):
@@ -206,7 +204,7 @@ def test_configs_round_trip_and_bad_settings_raise():
     with pytest.raises(ValueError, match="pretrained must"):
         TransferTask(pretrained=3)
     with pytest.raises(ValueError, match="transfer_splits needs"):
-        from lalr_core.methods.transfer import TransferSplitProbe
+        from lalr_core.methods.pretrained.vision import TransferSplitProbe
         TransferSplitProbe(TransferTask().key())
     with pytest.raises(ValueError, match="unknown split"):
         data = cfg.task.load(cfg, torch.device("cpu"))
@@ -247,7 +245,7 @@ def test_the_imagenet_path_loads_every_trunk_tensor(monkeypatch):
     its BN step counters dropped, as an older checkpoint may lack them."""
     import torchvision
 
-    from lalr_core.methods import transfer
+    from lalr_core.methods.pretrained import vision as transfer
 
     torch.manual_seed(5)
     source = torchvision.models.resnet18(weights=None).state_dict()  # 1000-way fc

@@ -10,12 +10,12 @@ from lalr_core.chapters import chapter_settings
 from lalr_core.chapters import ch06_orthogonal_sgdm as ox
 from lalr_core.chapters.ch06_orthogonal_sgdm.unsupervised import (BarlowTwinsTask, PoissonVAETask,
                                                                   counts_of)
-from lalr_core.core.config import RunConfig
+from lalr_core.core.loop.config import RunConfig
 from lalr_core.core.data import normalise
-from lalr_core.core.models import BarlowTwins, PoissonVAE, basic_cnn_trunk
-from lalr_core.core.optim import make_optimizer
-from lalr_core.core.train import train
-from lalr_core.methods.orthogonal import GradTransform, select_params
+from lalr_core.core.models.networks import BarlowTwins, PoissonVAE, basic_cnn_trunk
+from lalr_core.core.loop.optim import make_optimizer
+from lalr_core.core.loop.train import train
+from lalr_core.methods.orthogonal.transform import GradTransform, transformed_params
 
 DATA = dict(dataset="fashion_mnist", synthetic=True, n_train=64, n_val=16, n_test=16)
 
@@ -28,9 +28,9 @@ def test_counts_invert_the_normalisation():
 
 
 def test_orthogonalised_parts_are_the_encoder_and_the_trunk_convs():
-    assert select_params(PoissonVAE(), "all", "encoder.") == ["encoder.1.weight", "encoder.3.weight"]
+    assert transformed_params(PoissonVAE(), "all", "encoder.") == ["encoder.1.weight", "encoder.3.weight"]
     trunk, dim = basic_cnn_trunk(1, 28)
-    names = select_params(BarlowTwins(trunk, dim), "conv", "trunk.")
+    names = transformed_params(BarlowTwins(trunk, dim), "conv", "trunk.")
     assert names == ["trunk.conv1.weight", "trunk.conv2.weight", "trunk.conv3.weight"]
     s = chapter_settings("06", "smoke")
     for cfg in ox.barlow_twins_configs(s) + ox.vae_configs(s):
@@ -39,7 +39,7 @@ def test_orthogonalised_parts_are_the_encoder_and_the_trunk_convs():
         chosen = {id(p) for p in getattr(opt, "params", [])}
         named = dict(model.named_parameters())
         expect = set() if not ox.is_orthogonalised(cfg) else {
-            id(named[n]) for n in select_params(model, *(
+            id(named[n]) for n in transformed_params(model, *(
                 ("conv", "trunk.") if cfg.task.name == "barlow_twins" else ("all", "encoder.")))}
         assert chosen == expect
 

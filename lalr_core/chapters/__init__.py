@@ -1,7 +1,7 @@
 """The chapters: one module (or package) per notebook, and the registry the driver reads.
 
 Each chapter module holds its notebook's typed settings per profile, its sections' runs and
-chapter-only units, as a `lalr_core.core.chapter.Chapter` named ``CHAPTER``; chapters import
+chapter-only units, as a `lalr_core.core.runs.chapter.Chapter` named ``CHAPTER``; chapters import
 methods and the core, never each other. ``chapter_settings`` resolves a chapter's settings at
 a profile, so bad input stops before any compute.
 """
@@ -12,7 +12,7 @@ import importlib
 from collections.abc import Mapping
 from typing import Any
 
-from lalr_core.core.chapter import Chapter
+from lalr_core.core.runs.chapter import Chapter
 
 CHAPTERS: dict[str, str] = {  # chapter id -> module
     "01": "ch01_lalr",
@@ -21,6 +21,7 @@ CHAPTERS: dict[str, str] = {  # chapter id -> module
     "03": "ch03_ntk",
     "04": "ch04_directedness",
     "05": "ch05_quasi_newton",
+    "05b": "ch05b_newton_natural_gradient",
     "06": "ch06_orthogonal_sgdm",
     "07": "ch07_signal_propagation",
 }

@@ -1,18 +1,19 @@
 """Chapter 04 (directedness of optimisation trajectories, seed 004 sec. 3.2): settings, runs and
 the per-seed quantities its checks judge.
 
-Source: seed 004 sec. 3.2 ("Ch3-SGDM"/"Ch3-Adam" of the digest); quick = a reduction on
+Source: seed 004 (the thesis ``[Tuddenham2026]``, see REFERENCES.md) sec. 3.2, its SGDM and Adam
+runs; quick = a reduction on
 Fashion-MNIST with the thesis's optimiser hyper-parameters and several seeds per optimiser,
 smoke = the same code on synthetic data in seconds.
 
 The thesis shows one run per optimiser. Its comparisons (SGDM vs Adam, a run vs a random walk,
 one fit vs another) are judged here over seeds: each check reduces every seed's run to one
-number (a function below) and passes the numbers to `lalr_core.core.evidence.mean_interval`
+number (a function below) and passes the numbers to `lalr_core.core.results.evidence.mean_interval`
 or `paired_difference` (SGDM and Adam paired by seed: same initialisation and batch order). A
 diverged seed gives NaN and is left out of the interval (``seed_notes`` says which).
 
-The ``e13_*`` settings serve the notebook's short seed-003 section (experiment E13 of that
-seed's digest: batch size vs learning rate, `lalr_core.methods.batch_scaling`), with the
+The ``e13_*`` settings serve the notebook's short section on the lecture notes ``[ATDL-notes]``
+(our experiment E13: batch size vs learning rate, `lalr_core.methods.trajectory.batch_scaling`), with the
 helper ``e13_fit_batches``.
 """
 
@@ -20,22 +21,22 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from lalr_core.core.chapter import Chapter, ChapterSettings, Sections, check_names, positive
-from lalr_core.core.config import RunConfig
+from lalr_core.core.runs.chapter import Chapter, ChapterSettings, Sections, check_names, positive
+from lalr_core.core.loop.config import RunConfig
 from lalr_core.core.data import DATASETS, SYNTHETIC_SIZES, check_dataset_name
-from lalr_core.core.evidence import mean_interval
-from lalr_core.core.models import check_model_name
+from lalr_core.core.results.evidence import mean_interval
+from lalr_core.core.models.networks import check_model_name
 from lalr_core.methods import trajectory as tj
 
 RUNS = ("sgdm", "adam")  # the optimisers of section "fig3.7", in this order (every seed)
 
-# Thresholds of the checks (digest sec. 6's pass criteria; the thesis gives none).
+# Thresholds of the checks (ours, fixed before the runs; the thesis gives none).
 EARLY_STEP = 5      # "psi is initially high": psi at this batch ...
 EARLY_HIGH = 0.8    # ... above this
 START_STEP = 20     # fig 3.12's "at the start": psi(t) from theta_0 at this batch
@@ -43,7 +44,7 @@ SPIKE_GAIN = 0.10   # an lr-drop spike: psi_N rises by more than this fraction w
 RW_MARGIN = 1.5     # "well above the random walk": psi_N / (1/sqrt N) above this
 FAR_ABOVE = 2.0     # fig 3.12 "much greater": final D_t / the fitted random walk's above this
 LAYER_SHARE = 0.5   # "most" weight tensors
-# Seed 003's E13 (digest: "steps ∝ 1/B at small B, then plateau"): log-log slopes of
+# E13 (our reading of the notes' table: steps ∝ 1/B at small B, then a plateau): log-log slopes of
 # steps-to-target on the E13_FIT smallest and largest batch sizes.
 E13_FIT = 3
 E13_LINEAR_TOL = 0.3   # "∝ 1/B": the small-batch slope within this of -1
@@ -61,7 +62,7 @@ class Settings(ChapterSettings):
     n_val: int              # held out from the train split (no check reads it)
     n_test: int | None      # test examples; None = the whole test split
     augment: bool           # random crop + horizontal flip
-    model: str              # a `lalr_core.core.models` name
+    model: str              # a `lalr_core.core.models.networks` name
     width: float            # multiplier of every hidden width
     batch_size: int         # examples per step (one step = one point of the trajectory)
     epochs: int             # passes over the training set
@@ -91,7 +92,7 @@ class Settings(ChapterSettings):
     judge_source: bool
     # Parallel training processes.
     workers: int
-    # Seed 003's E13 (batch size vs lr on a teacher task; `lalr_core.methods.batch_scaling`):
+    # Seed 003's E13 (batch size vs lr on a teacher task; `lalr_core.methods.trajectory.batch_scaling`):
     # SGD runs on the batch x lr grid to a target error, then Adam at one lr on every batch.
     e13_batches: tuple[int, ...]   # batch sizes B (examples per step), increasing, >= 4 of them
     e13_lrs: tuple[float, ...]     # SGD lr grid (per step), increasing
@@ -180,7 +181,7 @@ _MC = dict(mc_norm_draws=5000, mc_sum_draws=200)  # listing C.4's cap and C.2's 
 _THESIS_OPT = {"sgdm_lr": 0.05, "sgdm_momentum": 0.85, "sgdm_wd": 1e-2,
                "adam_lr": 0.01, "adam_betas": (0.9, 0.99), "adam_wd": 1e-4}
 
-# Seed 003's E13: B in {8..1024} x 8 SGD lrs (factor 2), as the digest's row asks; the target
+# E13: B in {8..1024} x 8 SGD lrs (factor 2), our grid; the target
 # and label noise put the critical batch inside the grid (so both regimes are visible).
 _E13 = {"e13_batches": (8, 16, 32, 64, 128, 256, 512, 1024),
         "e13_lrs": tuple(0.00625 * 2 ** k for k in range(8)), "e13_steps": 10_000,
@@ -283,11 +284,6 @@ def seed_notes(runs: dict[str, list[dict]]) -> tuple[dict[str, str], dict[str, s
     return why_na, left_out
 
 
-def per_seed(results: Sequence[dict], fn: Callable[[dict], float]) -> np.ndarray:
-    """``fn(result)`` for every seed's result, NaN where the run diverged."""
-    return np.array([np.nan if r["diverged"] else float(fn(r)) for r in results])
-
-
 # ------------------------------------------------------- one run's numbers (figs 3.7, 3.19)
 def early_decay_margin(psi_window, drop: int, window: int) -> float:
     """Fig 3.7's early phase as one number: ``min(psi(5) - 0.8, psi(5) - psi(N),
@@ -331,7 +327,7 @@ def layer_spike_share(traj: dict, drops: Sequence[int], window: int) -> tuple[fl
 
 
 def min_rw_ratio(psi_window, window: int) -> float:
-    """``min_t psi_N(t) / E_RW[psi_N(t)]`` over ``t > N`` (digest G9's baseline ``1/sqrt N``)."""
+    """``min_t psi_N(t) / E_RW[psi_N(t)]`` over ``t > N`` (the walk's baseline ``1/sqrt N``)."""
     psi = np.asarray(psi_window, dtype=np.float64)
     t = np.arange(1, psi.size + 1)
     return float(np.min(psi[window:] / tj.rw_expected_psi_window(t, window)[window:]))
@@ -350,7 +346,7 @@ def phase_means(psi_window, drops: Sequence[int], window: int) -> np.ndarray:
 # ------------------------------------------------------------- fits (figs 3.12, 3.17, 3.18)
 def fit_run(ds, dt, n: int) -> dict[str, Any]:
     """The fits of one run's ``D_s``, ``D_t``: random walk and AR(1) with the balanced gamma
-    (figs 3.12, 3.17; digest G5) and with gamma = 0 (fig 3.18)."""
+    (figs 3.12, 3.17; our gamma) and with gamma = 0 (fig 3.18)."""
     gamma = tj.balanced_gamma(ds, dt)
     return {"n": n, "gamma": gamma,
             "rw": tj.fit_rw(ds, dt, n, gamma), "ar": tj.fit_ar(ds, dt, n, gamma),

@@ -21,29 +21,29 @@
 # layers, sets every layer's scale in [0, 1]. Does it give better, more robust fine-tuning with
 # less forgetting than uniform fine-tuning, and do its stated mechanisms hold?
 #
-# **Source.** *LALR: Layer-Adaptive Learning Rate Fine-Tuning Using Sequential Scaling Metrics*
-# (`../shared/seeds/000_df9cb407cd969825.txt`; digest `spec/seed000_001_002_lalr_tempbalance_ntk.md`
-# part II). The source has **no experiments, figures or tables**: it defines the method, prints an
-# example implementation (App. A) and an informal "theory" (App. B). Its claims L-C1…L-C30 (digest
-# II.3) are this chapter's report items; every experiment below was designed (digest II.6) before
-# its result was seen, and each claim ends with a verdict computed from our data, whichever way it
-# falls.
+# **Source.** `[LALR]`: *LALR: Layer-Adaptive Learning Rate Fine-Tuning Using Sequential Scaling
+# Metrics* (the text names no authors, venue or year, and we know no public link; this entry and
+# every other reference: `REFERENCES.md`). The source has **no experiments, figures or tables**:
+# it defines the method, prints an example implementation (App. A) and an informal "theory"
+# (App. B). We number its testable claims L-C1…L-C30; they are this chapter's report items. Every
+# experiment below (X-L1…X-L17, ours) was designed, with its threshold, before its result was
+# seen, and each claim ends with a verdict computed from our data, whichever way it falls.
 #
-# **Setting (protocol P-LALR, digest II.6).** TinyTF (2 pre-LN encoder blocks, d = 32, separate
+# **Setting (our protocol P-LALR).** TinyTF (2 pre-LN encoder blocks, d = 32, separate
 # q/k/v/o projections) pretrained by masked-token prediction on the synthetic language D-SYN-TXT,
 # then fine-tuned with a fresh linear head on SENT (an SST-2 analogue) and ACC (a CoLA analogue):
-# AdamW, base lr 1e-3 (the source's 2e-5 is an LLM value), batch 32, 6 epochs (two SVD→CE→CS
-# cycles). Arms: **U** (uniform base lr), **U-match** (uniform at base lr × the mean scale LALR
-# actually used: every LALR scale is ≤ 1, so LALR also trains at a lower average rate; U-match
-# separates "lower average lr" from "which layers"), **LALR-REC** (the digest's executable
-# specification, below), **LALR-AW** (App. A as written), and the layer-wise baselines **LARS**
+# AdamW (as §3.2 suggests), base lr 1e-3, batch 32, 6 epochs (two SVD→CE→CS cycles); lr, batch
+# and epochs are our choices (the source's example uses lr 2e-5, an LLM value). Arms: **U**
+# (uniform base lr), **U-match** (uniform at base lr × the mean scale LALR actually used: every
+# LALR scale is ≤ 1, so LALR also trains at a lower average rate; U-match separates "lower
+# average lr" from "which layers"), **LALR-REC** (our executable specification, below), **LALR-AW** (App. A as written), and the layer-wise baselines **LARS**
 # and **LAMB** (`pytorch_optimizer`) and **TempBalance** (chapter 02's method).
 #
 # **Profiles.** `smoke` (default; the same code in seconds, nothing to read in its numbers);
-# `quick` (P-LALR with 5 seeds per accuracy claim; minutes on 2 CPU cores); `paper` (the digest's
+# `quick` (P-LALR with 5 seeds per accuracy claim; minutes on 2 CPU cores); `paper` (P-LALR's full
 # sizes, 10 seeds; CPU minutes, no GPU needed: the models are tiny).
 #
-# **Deviations from the digest (stated again beside the figures they affect).**
+# **Sizes changed from P-LALR's plan, and why (stated again beside the figures they affect).**
 # (a) 15 MLM pretraining epochs, not 3: after 3 the held-out MLM loss is 3.35 nats (uniform guess
 # 4.11), after 15 it is 2.15; an encoder that has learnt little cannot show forgetting.
 # (b) 500 training examples at quick, not 1000: at 1000 the uniform arm reaches 100 % validation
@@ -52,16 +52,16 @@
 # with trust coefficient 0.03, LAMB lr 3e-3, chosen on pilot seeds 100–101 around the step size
 # that matches AdamW's relative update).
 #
-# **How a check is judged** (`lalr_core.core.evidence`, `ch01_lalr.verdicts`). Two arms' runs of
+# **How a check is judged** (`lalr_core.core.results.evidence`, `ch01_lalr.verdicts`). Two arms' runs of
 # one seed share the pretrained encoder, the head's initialisation and the data order, so a
 # difference is judged on the paired t interval over seeds (95 %): PASS only if the interval lies
-# on the claim's side of the digest's threshold, FAIL if it lies on the other side, INCONCLUSIVE
-# if it covers the threshold. A claim with several parts (both tasks, against U and U-match) is
+# on the claim's side of its threshold (ours, fixed before the runs: the source states none),
+# FAIL if it lies on the other side, INCONCLUSIVE if it covers the threshold. A claim with several parts (both tasks, against U and U-match) is
 # PASS only if every part PASSes and FAIL if any FAILs; "on ≥ 2 of 3 shifts" counts PASSes. Each
 # check carries the source's own sentence.
 
 # %% [markdown]
-# ## The source's issues (digest II.4), briefly
+# ## The source's issues, briefly (our reading of `[LALR]`)
 #
 # *Code (App. A).* **1** `get_layer_metrics`, `compute_loss`, `YourDataLoader` are undefined: not
 # runnable as printed. **2** `AdaptiveOptimizer(Optimizer)` never calls `super().__init__` and has
@@ -90,9 +90,11 @@
 # **19** Citation problems ([6] Marchenko–Pastur for layer specialisation, [8] LoRA for
 # neuroscience, [5] = [12], LASER misattributed).
 #
-# ## The executable specification we test (digest II.5; `lalr_core.methods.lalr`)
+# ## The executable specification we test (ours; `lalr_core.methods.layer_lr.lalr`)
 #
-# Layers: every `nn.Linear` / `nn.Embedding` and every ≥ 2-D parameter, in module order (TinyTF:
+# It resolves the issues above; where the source is silent (the 64 histogram bins, ε, the
+# same-size partners of CS, the guard on min-max) the choice is ours. Layers: every `nn.Linear` /
+# `nn.Embedding` and every ≥ 2-D parameter, in module order (TinyTF:
 # token and position embeddings, q/k/v/o, ff1, ff2 of each block, the head); a module's bias
 # follows its weight; LayerNorms stay at the base lr. Before every epoch $e$ (phase
 # `order[e % 3]`, order SVD→CE→CS), under `no_grad`:
@@ -119,16 +121,21 @@ import pandas as pd
 
 from lalr_core.chapters import ch01_lalr as cl
 from lalr_core.chapters.ch01_lalr import mechanisms as mech
-from lalr_core.core.evidence import mean_interval, paired_difference, rank_correlation
-from lalr_core.core.figures import FigureWriter, set_style
-from lalr_core.core.text import pretraining_result
-from lalr_core.core.text.tinytf import TinyTFClassifier
-from lalr_core.core.train import initial_model
-from lalr_core.core.units import train_runs
-from lalr_core.methods import scale_invariance
-from lalr_core.methods.lalr import aw_misalignment, overhead, robustness
-from lalr_core.methods.lalr.analysis import epoch_changes, tercile_deltas, tinytf_early_late
-from lalr_core.methods.perturb import PERTURBATIONS
+from lalr_core.core.results.evidence import mean_interval, paired_difference, rank_correlation
+from lalr_core.core.results.writer import FigureWriter
+from lalr_core.core.results.style import set_style
+from lalr_core.core.runs.units import pretrained
+from lalr_core.methods.pretrained.text.tinytf import TinyTFClassifier
+from lalr_core.core.loop.train import initial_model
+from lalr_core.core.runs.units import train_runs
+from lalr_core.methods.layer_lr import scale_invariance
+from lalr_core.methods.layer_lr.lalr import aw_misalignment, overhead, robustness
+from lalr_core.methods.layer_lr.lalr.analysis import (
+    epoch_changes,
+    tercile_deltas,
+    tinytf_early_late,
+)
+from lalr_core.methods.pretrained.perturb import PERTURBATIONS
 
 S = cl.CHAPTER.settings(profile, overrides)   # validated before any compute
 out = FigureWriter("01_lalr", profile, "01_lalr.ipynb")
@@ -139,15 +146,6 @@ ARM_STYLE = {cl.U: dict(color="C0", ls="--"), cl.UMATCH: dict(color="C0", ls=":"
              cl.REC: dict(color="C1", ls="-"), cl.AW: dict(color="C3", ls="-."),
              cl.LARS: dict(color="C2", ls="-"), cl.LAMB: dict(color="C4", ls="-"),
              cl.TB: dict(color="C5", ls="-")}
-
-
-def check(cid, evidence, detail="", **kw):
-    """`out.check` of claim ``cid`` with its text and the source's sentence; the detail names
-    the part that decided a claim over several parts."""
-    c = cl.CLAIMS[cid]
-    how = getattr(evidence, "method", "")
-    return out.check(cid, c.text, evidence, quote=c.quote,
-                     detail="; ".join(x for x in (detail, how) if x), **kw)
 
 
 pd.Series(S.as_dict(), dtype=object).to_frame("setting")
@@ -168,7 +166,7 @@ pd.Series(S.as_dict(), dtype=object).to_frame("setting")
 
 # %%
 train_runs(cl.pretrainings(S), callbacks={"weights": {}}, workers=S.workers)  # text x2, vision
-pre = pretraining_result(cl.pretraining(S))
+pre = pretrained(cl.pretraining(S))
 print(f"pretraining: held-out MLM loss {pre['final']['val_loss']:.3f} nats after {S.mlm_epochs} "
       f"epochs (uniform guess ln 61 = {np.log(61):.2f})")
 plan = cl.planned_runs(S)
@@ -236,16 +234,16 @@ pd.DataFrame({t: cl.metric_grid(R[("main", cl.REC, t)][0]["callbacks"]["lalr"], 
 #
 # *Source:* the metrics need no "computationally expensive gradient assessments" (§1), and LALR
 # "computes the layer-wise SVD, CE, and CS metrics only once per epoch, making the additional
-# computation negligible compared to the fine-tuning process itself" (§3.3). *Measure (digest
-# X-L1):* `t_metrics`, what LALR computes before an epoch (the layer matrices and all three raw
+# computation negligible compared to the fine-tuning process itself" (§3.3). *Measure (X-L1,
+# ours):* `t_metrics`, what LALR computes before an epoch (the layer matrices and all three raw
 # metrics), against `t_epoch`, one training pass, for TinyTF with `overhead_depths` blocks at
 # d = 64 and `overhead_sizes` training sequences; median of `overhead_repeats`, 1 torch thread,
-# models from scratch (timings do not depend on the weights; deviation: the digest fine-tunes
-# the pretrained model, whose 16-block pretraining alone would exceed the budget). A size whose
+# models from scratch (timings do not depend on the weights, and pretraining a 16-block model
+# only to time it would exceed the budget). A size whose
 # projected cost would pass `overhead_budget_s` is dropped and named. *Checks:* L-C6, on the
 # pretrained TinyTF with every gradient set to NaN: the computation builds no autograd graph,
-# leaves the gradients untouched and gives finite scales (deterministic). L-C7 (digest's rule,
-# per configuration): r = t_metrics / t_epoch < 0.05; the claim is stated without a condition,
+# leaves the gradients untouched and gives finite scales (deterministic). L-C7 (our rule,
+# per configuration): r = t_metrics / t_epoch < 0.05 (our reading of "negligible"); the claim is stated without a condition,
 # so it PASSes only if r < 0.05 at every measured configuration and FAILs if any has r ≥ 0.05;
 # the table says where it holds and the size where r crosses 0.05 (r falls as 1 / n_train).
 # The slope of log r on log L (layers) is reported: CE and CS are O(L²) pairwise terms.
@@ -253,7 +251,7 @@ pd.DataFrame({t: cl.metric_grid(R[("main", cl.REC, t)][0]["callbacks"]["lalr"], 
 # %%
 pretrained_model = initial_model(cl.finetuning(S, cl.U, TASKS[0], 0))   # pretrained encoder + head
 grad_free = cl.metrics_read_weights_only(pretrained_model)
-check("L-C6", grad_free["finite"] and grad_free["grads_untouched"] and grad_free["graph_nodes"] == 0,
+out.check_claim(cl.CLAIMS["L-C6"], grad_free["finite"] and grad_free["grads_untouched"] and grad_free["graph_nodes"] == 0,
       ours=grad_free)
 oh = overhead.overhead_table(S.overhead_depths, S.overhead_sizes, repeats=S.overhead_repeats,
                              budget_s=S.overhead_budget_s)
@@ -263,7 +261,7 @@ crossing = overhead.smallest_supported_size(oh_table)
 fig, ax = plt.subplots(figsize=(6.5, 4.5))
 for n_train, grp in oh_table.groupby("n_train"):
     ax.loglog(grp["n_layers"], grp["r"], "o-", label=f"{n_train} sequences")
-ax.axhline(overhead.R_SUPPORTED, color="k", lw=0.8, ls="--", label="r = 0.05 (digest)")
+ax.axhline(overhead.R_SUPPORTED, color="k", lw=0.8, ls="--", label="r = 0.05 (our threshold for 'negligible')")
 ax.set(xlabel="LALR layers L (TinyTF, d = 64)", ylabel="r = t_metrics / t_epoch",
        title="X-L1: LALR's per-epoch metric time over one epoch")
 ax.legend(fontsize=8)
@@ -272,7 +270,7 @@ plt.show()
 out.save_table(oh_table, "X-L1", params=S.as_dict(),
                note=f"median of {S.overhead_repeats}, {oh['threads']} thread; dropped sizes: {oh['dropped_sizes']}")
 bad = oh_table[oh_table["r"] >= overhead.R_SUPPORTED]
-check("L-C7", bad.empty, ours={"r range": f"{oh_table['r'].min():.3g}–{oh_table['r'].max():.3g}",
+out.check_claim(cl.CLAIMS["L-C7"], bad.empty, ours={"r range": f"{oh_table['r'].min():.3g}–{oh_table['r'].max():.3g}",
                               "configurations with r ≥ 0.05": [f"{int(b)} blocks, {int(n)} seq."
                                                              for b, n in zip(bad["n_blocks"], bad["n_train"])],
                               "log r vs log L slope": {int(r.n_train): f"{r.slope:.2f} [{r.ci_low:.2f}, {r.ci_high:.2f}]"
@@ -287,11 +285,11 @@ pd.concat([oh_table.round(5), fits.round(3)], keys=["timings", "slope per size"]
 #
 # *Source:* LALR "enhances model performance and generalization with minimal computational
 # burden" (§3.3), extracts "more performance from the existing model structure without increasing
-# model size" (abstract) and "maintains baseline performance" (§3.3). *Checks (digest X-L2):*
+# model size" (abstract) and "maintains baseline performance" (§3.3). *Checks (X-L2):*
 # LALR-REC's final validation accuracy is above U's and above U-match's on both tasks (L-C15;
 # L-C2 against U, with the parameter count unchanged); LALR-REC is never more than 1 point below U
-# at any epoch (L-C17). Each difference is paired by seed over `seeds` seeds. *Deviation:* 500
-# training examples at quick (1000 in the digest, where U is at 100 %).
+# at any epoch (L-C17). Each difference is paired by seed over `seeds` seeds. *Size:* 500
+# training examples at quick (1000 at paper, where U is at 100 %).
 #
 # Left: mean validation accuracy per epoch of every arm. Right: each arm minus U, per epoch, with
 # the paired 95 % interval over seeds (the error bars).
@@ -342,12 +340,12 @@ gain_u = {t: vs(cl.REC, cl.U, t) for t in TASKS}
 gain_m = {t: vs(cl.REC, cl.UMATCH, t) for t in TASKS}
 same_size = all(r["num_parameters"] == R[("main", cl.U, t)][0]["num_parameters"]
                 for t in TASKS for arm in ARMS for r in R[("main", arm, t)])
-check("L-C15", cl.every({**{f"{t} vs U": e for t, e in gain_u.items()},
+out.check_claim(cl.CLAIMS["L-C15"], cl.every({**{f"{t} vs U": e for t, e in gain_u.items()},
                          **{f"{t} vs U-match": e for t, e in gain_m.items()}}),
       ours=cl.texts({**{f"{t} LALR-REC − U": e for t, e in gain_u.items()},
                      **{f"{t} LALR-REC − U-match": e for t, e in gain_m.items()}}),
       detail="final validation accuracy, points, paired by seed")
-check("L-C2", cl.requirement(cl.every({f"{t} vs U": e for t, e in gain_u.items()}), same_size),
+out.check_claim(cl.CLAIMS["L-C2"], cl.requirement(cl.every({f"{t} vs U": e for t, e in gain_u.items()}), same_size),
       ours={**cl.texts({f"{t} LALR-REC − U": e for t, e in gain_u.items()}),
             "parameters": f"{R[('main', cl.U, TASKS[0])][0]['num_parameters']} in every arm" if same_size
             else "differ between arms"},
@@ -355,7 +353,7 @@ check("L-C2", cl.requirement(cl.every({f"{t} vs U": e for t, e in gain_u.items()
 stab = {f"{t} epoch {e}": ev for t in TASKS
         for e, ev in cl.paired_curve(R[("main", cl.REC, t)], R[("main", cl.U, t)],
                                      threshold=-S.stability_pp).items()}
-check("L-C17", cl.every(stab), ours=cl.texts({k: v for k, v in stab.items() if k.endswith(f" {S.epochs}")
+out.check_claim(cl.CLAIMS["L-C17"], cl.every(stab), ours=cl.texts({k: v for k, v in stab.items() if k.endswith(f" {S.epochs}")
                                             or v.verdict != "PASS"}),
       detail=f"LALR-REC − U validation accuracy at every epoch > −{S.stability_pp:g} points "
              "(the parts shown: the last epoch and every part that does not PASS)")
@@ -394,14 +392,14 @@ forget = {f"{t} vs {b}": vs(cl.REC, b, t, fn=cl.forgetting, side="less", scale=1
 F = pd.DataFrame({arm: {t: cl.per_seed(R[("main", arm, t)], cl.forgetting).mean() for t in TASKS}
                   for arm in FORGET_ARMS}).T
 out.save_table(F.reset_index(names="arm"), "X-L3", params=S.as_dict(), note="forgetting F (nats), mean over seeds")
-check("L-C3", cl.every(forget), ours=cl.texts(forget, 3), detail="F(LALR-REC) − F(other), nats, paired by seed")
+out.check_claim(cl.CLAIMS["L-C3"], cl.every(forget), ours=cl.texts(forget, 3), detail="F(LALR-REC) − F(other), nats, paired by seed")
 F.round(4)
 
 # %% [markdown]
 # ## X-L4 · few examples, more epochs: the train − validation gap (L-C16; with X-L3 and X-L17: L-C1)
 #
 # *Source:* "Overfitting Protection: Promotes learning of generalizable patterns rather than
-# memorizing training data." *Setting (digest X-L4):* SENT with `small_n_train` training examples,
+# memorizing training data." *Setting (X-L4):* SENT with `small_n_train` training examples,
 # `small_epochs` epochs; U, U-match (its own mean scale in this setting) and LALR-REC. The gap is
 # the accuracy on the training set after the last epoch (evaluation mode) minus the validation
 # accuracy. *Check:* gap(LALR-REC) < gap(U) and < gap(U-match), "without lower val acc": its
@@ -429,11 +427,11 @@ small = {("gap", b): vs(cl.REC, b, "sent", "small", fn=cl.generalisation_gap, si
          for b in (cl.U, cl.UMATCH)}
 small |= {("val", b): vs(cl.REC, b, "sent", "small", threshold=-S.stability_pp) for b in (cl.U, cl.UMATCH)}
 parts16 = {f"{k} vs {b}": e for (k, b), e in small.items()}
-check("L-C16", cl.every(parts16), ours=cl.texts(parts16),
+out.check_claim(cl.CLAIMS["L-C16"], cl.every(parts16), ours=cl.texts(parts16),
       detail=f"gap (points) lower than U's and U-match's; validation accuracy > −{S.stability_pp:g} points")
 parts1 = {**{f"forgetting {k}": e for k, e in forget.items()},
           **{f"gap vs {b}": small[("gap", b)] for b in (cl.U, cl.UMATCH)}}
-check("L-C1", cl.requirement(cl.every(parts1), MECHANISM),
+out.check_claim(cl.CLAIMS["L-C1"], cl.requirement(cl.every(parts1), MECHANISM),
       ours={"mechanism (scales vs raw metrics)": "holds in every epoch" if MECHANISM else "violated",
             **cl.texts(parts1, 3)},
       detail="mechanism required; less forgetting (X-L3) and smaller gap (X-L4)")
@@ -476,7 +474,7 @@ out.savefig(fig, "orders", params=S.as_dict(), seeds=list(range(S.order_seeds)))
 plt.show()
 order_table = pd.concat(ranks)
 out.save_table(order_table, "X-L5", params=S.as_dict(), note="final validation accuracy (%) per schedule, ranked")
-check("L-C8", cl.every(l8), ours={**cl.texts(l8), **{f"Kendall's W {t}": round(w, 3) for t, w in W.items()}},
+out.check_claim(cl.CLAIMS["L-C8"], cl.every(l8), ours={**cl.texts(l8), **{f"Kendall's W {t}": round(w, 3) for t, w in W.items()}},
       detail="SVD→CE→CS minus the best other schedule, points, paired by seed; both tasks")
 order_table.pivot(index="arm", columns="task", values="mean").round(2)
 
@@ -486,7 +484,7 @@ order_table.pivot(index="arm", columns="task", values="mean").round(2)
 # *Source (B.3.2.4):* the sequence's gain exceeds the isolated ones, ΔJ_SVD + ΔJ_CE(SVD) +
 # ΔJ_CS(SVD,CE) > ΔJ_SVD + ΔJ_CE + ΔJ_CS, through three component inequalities, (1) ΔJ_CE(SVD) >
 # ΔJ_CE, (2) ΔJ_CS(SVD,CE) > ΔJ_CS(SVD), (3) ΔJ_CS(SVD) > ΔJ_CS; §3.1: ∂J/∂M_SVD > ∂J/∂M_CE >
-# ∂J/∂M_CS "initially" (L-C29; J is not a function of the metrics, so the digest's proxy: the
+# ∂J/∂M_CS "initially" (L-C29; J is not a function of the metrics, so we use a proxy: the
 # one-epoch gain of each phase from the pretrained start); B.3.3(3): "larger gains early on,
 # especially for SVD" (L-C26). *Measure:* ΔJ = decrease of the full train loss (evaluation mode,
 # the whole training set) over one epoch. The phase-order runs of X-L5 give every term from the
@@ -494,8 +492,8 @@ order_table.pivot(index="arm", columns="task", values="mean").round(2)
 # with X; ΔJ_CE(SVD) = epoch 2 of SVD→CE→CS; ΔJ_CS(SVD) = epoch 2 of SVD→CS→CE; ΔJ_CS(SVD,CE) =
 # epoch 3 of SVD→CE→CS; the uniform control U gives ΔJ_U, ΔJ_U(U), ΔJ_U(U,U). *Checks:* L-C9:
 # each inequality's margin minus the same difference of the control (later epochs gain less in
-# any run), mean over seeds with its t interval > 0, both tasks (the digest's "≥ 4 of 5 seeds" is
-# reported beside it). L-C29: ΔJ_SVD − ΔJ_CE > 0 and ΔJ_CE − ΔJ_CS > 0, paired by seed, both
+# any run), mean over seeds with its t interval > 0, both tasks (the count of seeds where all three hold,
+# against a planned "≥ 4 of 5 seeds", is reported beside it). L-C29: ΔJ_SVD − ΔJ_CE > 0 and ΔJ_CE − ΔJ_CS > 0, paired by seed, both
 # tasks. L-C26 (LALR-REC): each phase's first-cycle gain minus its second-cycle gain > 0 for SVD,
 # and SVD's slowdown larger than CE's and CS's.
 
@@ -515,19 +513,19 @@ for ax, task in zip(axes[0], TASKS):
 out.savefig(fig, "one_epoch_gains", params=S.as_dict(), seeds=list(range(S.order_seeds)))
 plt.show()
 lc9 = {f"{t} {k}": mean_interval(margins[t][k], scale=1e3) for t in TASKS for k in mech.INEQUALITIES}
-digest9 = {t: int((margins[t][list(mech.INEQUALITIES)] > 0).all(axis=1).sum()) for t in TASKS}
-check("L-C9", cl.every(lc9), ours={**cl.texts(lc9, 2), **{f"{t}: seeds where all three hold (digest: ≥ 4 of 5)":
-                                                         f"{k} of {len(margins[t])}" for t, k in digest9.items()}},
+seeds_all_three = {t: int((margins[t][list(mech.INEQUALITIES)] > 0).all(axis=1).sum()) for t in TASKS}
+out.check_claim(cl.CLAIMS["L-C9"], cl.every(lc9), ours={**cl.texts(lc9, 2), **{f"{t}: seeds where all three hold (our planned criterion: ≥ 4 of 5)":
+                                                         f"{k} of {len(margins[t])}" for t, k in seeds_all_three.items()}},
       detail="each inequality's margin minus the uniform control's, millinats, t over seeds; both tasks")
 lc29 = {f"{t} {a} − {b}": paired_difference(gains[t][a], gains[t][b], scale=1e3) for t in TASKS
         for a, b in (("svd", "ce"), ("ce", "cs"))}
-check("L-C29", cl.every(lc29), ours=cl.texts(lc29, 2),
-      detail="proxy (digest): one-epoch gain of each phase from the pretrained start, millinats, paired by seed")
+out.check_claim(cl.CLAIMS["L-C29"], cl.every(lc29), ours=cl.texts(lc29, 2),
+      detail="our proxy for ∂J/∂M (J is not a function of the metrics): one-epoch gain of each phase from the pretrained start, millinats, paired by seed")
 slow = {t: mech.phase_slowdown(R[("main", cl.REC, t)]) for t in TASKS}
 lc26 = {**{f"{t} SVD gains less in cycle 2": mean_interval(slow[t]["svd"], scale=1e3) for t in TASKS},
         **{f"{t} SVD slows more than {p.upper()}": paired_difference(slow[t]["svd"], slow[t][p], scale=1e3)
            for t in TASKS for p in ("ce", "cs")}}
-check("L-C26", cl.every(lc26), ours=cl.texts(lc26, 2),
+out.check_claim(cl.CLAIMS["L-C26"], cl.every(lc26), ours=cl.texts(lc26, 2),
       detail="LALR-REC: ΔJ(cycle 1) − ΔJ(cycle 2) per phase, millinats, over seeds; both tasks")
 pd.concat({t: pd.DataFrame({"adjusted (mean)": margins[t].mean(), "raw (mean)": raw_margins[t].mean(),
                             "adjusted > 0 (seeds)": (margins[t] > 0).sum()}) for t in TASKS}).round(4)
@@ -541,7 +539,7 @@ pd.concat({t: pd.DataFrame({"adjusted (mean)": margins[t].mean(), "raw (mean)": 
 # correlate with reductions in J" (B.2.3). *Measure (`layer_diagnostics` on LALR-REC's X-L2
 # runs):* per layer and epoch, the effective rank exp(H(σ/Σσ)), the entropy of the layer's weight
 # histogram (the distribution the CE phase compares) and its mean cosine similarity to the other
-# layers. *Checks (digest X-L7):* in SVD epochs the effective rank of the top scale tercile
+# layers. *Checks (X-L7):* in SVD epochs the effective rank of the top scale tercile
 # grows more than the bottom tercile's (L-C10); in CE epochs the same for the entropy (L-C11);
 # over the CS epochs the layer-mean pairwise CS falls more under LALR-REC than under U, paired by
 # seed (L-C12); each per-run quantity's mean over seeds with its t interval, both tasks. L-C28:
@@ -579,13 +577,13 @@ axes[2].set(xlabel="change of the phase metric's spread over the epoch", ylabel=
 axes[2].legend(fontsize=7)
 out.savefig(fig, "phase_effects", params=S.as_dict(), seeds=list(range(S.seeds)))
 plt.show()
-check("L-C10", cl.every(lc10), ours=cl.texts(lc10, 3),
+out.check_claim(cl.CLAIMS["L-C10"], cl.every(lc10), ours=cl.texts(lc10, 3),
       detail="SVD epochs: Δ effective rank, top − bottom scale tercile, mean over seeds; both tasks")
-check("L-C11", cl.every(lc11), ours=cl.texts(lc11, 3),
+out.check_claim(cl.CLAIMS["L-C11"], cl.every(lc11), ours=cl.texts(lc11, 3),
       detail="CE epochs: Δ weight-histogram entropy (millinats), top − bottom tercile; both tasks")
-check("L-C12", cl.every(lc12), ours=cl.texts(lc12, 3),
+out.check_claim(cl.CLAIMS["L-C12"], cl.every(lc12), ours=cl.texts(lc12, 3),
       detail="CS epochs: change of the layer-mean pairwise CS (×1e3), LALR-REC − U, paired by seed; both tasks")
-check("L-C28", cl.every(lc28), ours=cl.texts(lc28, 3),
+out.check_claim(cl.CLAIMS["L-C28"], cl.every(lc28), ours=cl.texts(lc28, 3),
       detail="Spearman(spread change, loss decrease) < 0 per task; pooled epochs of a run are not independent")
 pd.DataFrame({"L-C10": cl.texts(lc10, 3), "L-C11": cl.texts(lc11, 3), "L-C12": cl.texts(lc12, 3),
               "L-C28": cl.texts(lc28, 3)})
@@ -594,7 +592,7 @@ pd.DataFrame({"L-C10": cl.texts(lc10, 3), "L-C11": cl.texts(lc11, 3), "L-C12": c
 # ## X-L8 · an outlier layer and the normalisation (L-C13)
 #
 # *Source (§2.4):* the normalisation gives "Robustness through reduced sensitivity to outliers".
-# *Measure (digest X-L8):* the pretrained TinyTF classifier's scales in each phase, before and
+# *Measure (X-L8):* the pretrained TinyTF classifier's scales in each phase, before and
 # after one mid layer's weights are multiplied by 10 (the model itself is not changed). *Checks:*
 # the claim is falsified if the other layers' scale range shrinks by more than 50 % in the SVD
 # phase (min-max maps the outlier to an end of [0, 1] and squeezes the rest); CS scales must not
@@ -602,7 +600,7 @@ pd.DataFrame({"L-C10": cl.texts(lc10, 3), "L-C11": cl.texts(lc11, 3), "L-C12": c
 
 # %%
 rob = robustness.outlier_robustness(pretrained_model)
-check("L-C13", not rob["falsified"], ours={"outlier": rob["outlier"], **{
+out.check_claim(cl.CLAIMS["L-C13"], not rob["falsified"], ours={"outlier": rob["outlier"], **{
     f"{r.phase}: others' range": f"{r.range_before:.3f} → {r.range_after:.3f} (shrink {100 * r.range_shrink:.0f} %)"
     for r in rob["summary"].itertuples()}}, detail="falsified if the other layers' SVD-phase scale range shrinks by > 50 %")
 out.check("X-L8", "CS scales are unchanged by a ×10 outlier layer (cosine is scale invariant)",
@@ -632,7 +630,7 @@ rob["summary"].round(4)
 # %%
 lri = cl.lr_integration(cl.finetuning(S, cl.REC, TASKS[0], 0))
 ok14 = lri["max_abs_error"] <= 1e-12 and lri["state_kept"] == lri["epochs"]
-check("L-C14", ok14, ours=f"max |lr − base lr × scale| = {lri['max_abs_error']:.1e} over {lri['groups']} "
+out.check_claim(cl.CLAIMS["L-C14"], ok14, ours=f"max |lr − base lr × scale| = {lri['max_abs_error']:.1e} over {lri['groups']} "
       f"layer-epochs; AdamW state untouched by {lri['state_kept']} of {lri['epochs']} adjustments")
 lri["table"].head(8)
 
@@ -642,14 +640,14 @@ lri["table"].head(8)
 # *Source (B.4.3):* "Under LALR optimization, the layer performance gap converges to a minimal
 # value" (L-C19); "The reduction in layer performance gap leads to an improvement in overall model
 # performance" (L-C20); previously underperforming layers "adapt more quickly" (B.4.7(2), L-C25).
-# "Layer performance" is undefined in the source; the digest's operational proxy P(l, t) is the
+# "Layer performance" is undefined in the source; our operational proxy P(l, t) is the
 # validation accuracy of a ridge probe (fit on 500 training examples) on the [CLS] state after
 # each encoder block of a TinyTF with `probe_blocks` blocks (its own MLM pretraining, same corpus
-# and epochs), SENT, U and LALR-REC, `probe_seeds` seeds. *Deviation:* the digest also probes the
-# state after the embedding; at [CLS] that state is the same for every sequence (token and
-# position fixed), so its probe scores the majority-class rate whatever the training, and the
-# digest's G(t) would be "best block − majority rate". The gap here is over the blocks, G(t) =
-# max − min block probe accuracy (the digest's G is drawn too). *Checks:* slope of G over epochs
+# and epochs), SENT, U and LALR-REC, `probe_seeds` seeds. *Not the embedding:* the
+# state after the embedding is the same for every sequence at [CLS] (token and position
+# fixed), so its probe scores the majority-class rate whatever the training, and a gap that
+# included it would be "best block − majority rate". The gap here is over the blocks, G(t) =
+# max − min block probe accuracy (the gap with the embedding point is drawn too). *Checks:* slope of G over epochs
 # (0 = pretrained) more negative under LALR-REC than U (L-C19) and slope of the worst block's
 # accuracy higher (L-C25), paired by seed; L-C20: Spearman between an epoch's change of G and of
 # validation accuracy, pooled over both arms' runs and epochs 1…E, claim ρ < 0.
@@ -669,16 +667,16 @@ for arm, runs in PROBE.items():
     for ax, col in zip(axes, ("gap", "worst", "gap_all")):
         ax.plot(ep, 100 * np.mean([t[col] for t in tabs], axis=0), label=arm, **ARM_STYLE[arm])
 for ax, title in zip(axes, ("G(t): max − min block probe", "worst block's probe accuracy",
-                            "the digest's G (with the embedding point)")):
+                            "G with the embedding point (drawn, not judged)")):
     ax.set(xlabel="epoch (0 = pretrained)", ylabel="points", title=title)
     ax.legend(fontsize=8)
 out.savefig(fig, "layer_gap", params=S.as_dict(), seeds=list(range(S.probe_seeds)))
 plt.show()
-check("L-C19", lc19, ours=f"slope of G, LALR-REC − U (points / epoch): {lc19.text(2)}",
+out.check_claim(cl.CLAIMS["L-C19"], lc19, ours=f"slope of G, LALR-REC − U (points / epoch): {lc19.text(2)}",
       detail="ridge-probe gap over the blocks, slope over epochs, paired by seed")
-check("L-C25", lc25, ours=f"slope of the worst block's probe accuracy, LALR-REC − U: {lc25.text(2)}",
+out.check_claim(cl.CLAIMS["L-C25"], lc25, ours=f"slope of the worst block's probe accuracy, LALR-REC − U: {lc25.text(2)}",
       detail="paired by seed")
-check("L-C20", lc20, ours=f"Spearman(ΔG, Δ validation accuracy) = {lc20.text(3)}",
+out.check_claim(cl.CLAIMS["L-C20"], lc20, ours=f"Spearman(ΔG, Δ validation accuracy) = {lc20.text(3)}",
       detail="per-epoch changes pooled over U and LALR-REC runs; pooled epochs of a run are not independent")
 pd.DataFrame({f"{a} slope {c} (points/epoch)": 100 * v for (a, c), v in slopes.items()}).round(3)
 
@@ -687,7 +685,7 @@ pd.DataFrame({f"{a} slope {c} (points/epoch)": 100 * v for (a, c), v in slopes.i
 #
 # *Source (B.4.7(1)):* "‖W_i(t+1) − W_i(t)‖ ∝ η(l_i, t) … lower-performing layers undergo larger
 # weight updates." *Measure:* per LALR-REC run and epoch, Spearman's ρ across layers between the
-# relative update ‖ΔW‖_F / ‖W‖_F and the layer's scale. *Check (digest X-L11):* ρ > 0.7, the mean
+# relative update ‖ΔW‖_F / ‖W‖_F and the layer's scale. *Check (X-L11):* ρ > 0.7, the mean
 # over epochs per run, t interval over seeds, both tasks. With AdamW the step of every coordinate
 # is about lr, so this holds by construction unless the layers' sizes or gradients differ a lot:
 # a mechanism check, not evidence of benefit.
@@ -695,7 +693,7 @@ pd.DataFrame({f"{a} slope {c} (points/epoch)": 100 * v for (a, c), v in slopes.i
 # %%
 rho11 = {t: mech.update_scale_rho(REC_RUNS[t]) for t in TASKS}
 lc21 = {t: mean_interval(v, threshold=0.7) for t, v in rho11.items()}
-check("L-C21", cl.every(lc21), ours=cl.texts(lc21, 3),
+out.check_claim(cl.CLAIMS["L-C21"], cl.every(lc21), ours=cl.texts(lc21, 3),
       detail="Spearman(relative update, scale) across layers, mean over epochs per run, t over seeds; > 0.7 both tasks")
 fig, ax = plt.subplots(figsize=(6, 4.3))
 for task in TASKS:
@@ -741,10 +739,10 @@ out.savefig(fig, "recompute", params=S.as_dict(), seeds=list(range(S.seeds)))
 plt.show()
 out.check("X-L12", "with the metrics computed once (App. A), every layer's scale at epoch 3 equals epoch 0's (bug 6)",
           same_once, ours=f"{len(once_tables)} runs", quote="if self.metrics is None:")
-check("L-C22", ev12, ours=f"fraction of top-third layers whose scale fell: {ev12.text(3)} "
+out.check_claim(cl.CLAIMS["L-C22"], ev12, ours=f"fraction of top-third layers whose scale fell: {ev12.text(3)} "
       f"({len(fall)} runs over {len(TASKS)} tasks)", detail="mean fraction over runs, t interval, claim > 0.5")
 ev16 = {t: vs(cl.REC, cl.ONCE, t) for t in TASKS}
-check("L-C4", cl.every({"X-L12 self-correction": ev12, **{f"X-L16 {t}": e for t, e in ev16.items()}}),
+out.check_claim(cl.CLAIMS["L-C4"], cl.every({"X-L12 self-correction": ev12, **{f"X-L16 {t}": e for t, e in ev16.items()}}),
       ours={"X-L12 fraction": ev12.text(3), **cl.texts({f"X-L16 {t} every_epoch − once": e for t, e in ev16.items()})},
       detail="X-L12's fraction > 1/2 and X-L16's accuracy gain of recomputing on both tasks")
 pd.DataFrame({"every_epoch − once (points)": cl.texts(ev16)})
@@ -756,7 +754,7 @@ pd.DataFrame({"every_epoch − once (points)": cl.texts(ev16)})
 # gradient vanishing issues", i.e. the early layers' updates are amplified. *Measure:* the
 # update norm ‖ΔW‖_F per epoch of the early layers (token and position embeddings, block 0)
 # over the last block's, LALR-REC's ratio over U's, per seed (X-L2 runs); the gradient norms'
-# ratio is reported beside it. *Check (digest X-L13):* supported if the ratio of ratios > 1 (its
+# ratio is reported beside it. *Check (X-L13):* supported if the ratio of ratios > 1 (its
 # log, t interval over seeds) **and** the early layers had above-median scales (their mean scale
 # minus the median, over epochs, > 0); both tasks.
 
@@ -765,7 +763,7 @@ EARLY, LATE = tinytf_early_late(cl.pretraining(S).task.n_blocks)
 amp = {t: mech.early_amplification(REC_RUNS[t], U_RUNS[t], EARLY, LATE) for t in TASKS}
 lc23 = {**{f"{t} log ratio of ratios": mean_interval(np.log(a["ratio"])) for t, a in amp.items()},
         **{f"{t} early scale − median": mean_interval(a["scale_excess"]) for t, a in amp.items()}}
-check("L-C23", cl.every(lc23), ours={**cl.texts(lc23, 3),
+out.check_claim(cl.CLAIMS["L-C23"], cl.every(lc23), ours={**cl.texts(lc23, 3),
                                      **{f"{t} ratio of ratios (update, gradient), geometric mean":
                                         f"{np.exp(np.log(a['ratio']).mean()):.2f}, {np.exp(np.log(a['grad_ratio']).mean()):.2f}"
                                         for t, a in amp.items()}},
@@ -776,19 +774,19 @@ pd.concat(amp, names=["task", "seed"]).round(3)
 # ## X-L14 · robustness to the initialisation (L-C24)
 #
 # *Source (B.4.7(6)):* LALR "can lead to more consistent performance across different
-# initialization schemes". *Runs (digest X-L14):* the pretrained start perturbed three ways
+# initialization schemes". *Runs (X-L14):* the pretrained start perturbed three ways
 # (Gaussian noise of 0.05 × RMS(W) per encoder tensor; block 0 re-initialised; the embeddings
-# re-initialised; `lalr_core.methods.perturb`, drawn from the seed), U and LALR-REC, SENT,
+# re-initialised; `lalr_core.methods.pretrained.perturb`, drawn from the seed), U and LALR-REC, SENT,
 # `perturb_seeds` seeds. *Check:* per seed, the standard deviation of the final validation
-# accuracy over the three perturbations; LALR-REC − U < 0, paired by seed (the digest's rule,
-# "lower on ≥ 2 of 3 seeds", is reported beside it).
+# accuracy over the three perturbations; LALR-REC − U < 0, paired by seed (the simpler
+# rule "lower on ≥ 2 of 3 seeds" is reported beside it).
 
 # %%
 PERT = {a: {k: R[("perturb", cl.perturbed_arm(a, k), "sent")] for k in PERTURBATIONS} for a in (cl.U, cl.REC)}
 spread = {a: mech.perturbation_spread(p) for a, p in PERT.items()}
 lc24 = paired_difference(spread[cl.REC], spread[cl.U], side="less")
 lower = int((spread[cl.REC] < spread[cl.U]).sum())
-check("L-C24", lc24, ours={"sd over perturbations, LALR-REC − U (points)": lc24.text(2),
+out.check_claim(cl.CLAIMS["L-C24"], lc24, ours={"sd over perturbations, LALR-REC − U (points)": lc24.text(2),
                            "seeds where LALR-REC's sd is lower": f"{lower} of {len(spread[cl.U])}"},
       detail="standard deviation of final validation accuracy over the 3 perturbations, paired by seed")
 pert_acc = pd.DataFrame({(a, k): 100 * cl.per_seed(runs, cl.final) for a, p in PERT.items() for k, runs in p.items()})
@@ -800,7 +798,7 @@ pert_acc.round(1)
 #
 # *Source:* fine-tuned models are "brittle … with out-of-distribution data or subtle input
 # variations" (§1) and LALR leads "to more robust and versatile adapted models" (abstract). Three
-# shifts (digest X-L15): (i) SENT test sequences with 10 % of the content tokens replaced by random
+# shifts (X-L15): (i) SENT test sequences with 10 % of the content tokens replaced by random
 # neutral tokens (the X-L2 runs, `"text_splits"`); (ii) the lexicon shift: separate runs trained
 # on positive tokens 3–7 and negative 13–17 and tested on 8–12 / 18–22, seen only in pretraining;
 # (iii) ACC test sequences nested deeper than any training sequence (the X-L2 runs). *Check:*
@@ -816,10 +814,10 @@ if "acc" in TASKS:
     ood["deeper nesting (ACC)"] = vs(cl.REC, cl.U, "acc", fn=lambda r: cl.split_accuracy(r, "test_deep"))
 k_ood = min(2, len(ood))
 ev_ood = cl.at_least(ood, k_ood)
-check("L-C5", ev_ood, ours=cl.texts(ood), detail=f"LALR-REC − U, points, paired by seed; >= {k_ood} of {len(ood)} shifts")
-check("L-C27", ev_ood, ours=cl.texts(ood), detail=f"the X-L15 shifts (perturbed inputs: noise; OOD: lexicon, depth); "
+out.check_claim(cl.CLAIMS["L-C5"], ev_ood, ours=cl.texts(ood), detail=f"LALR-REC − U, points, paired by seed; >= {k_ood} of {len(ood)} shifts")
+out.check_claim(cl.CLAIMS["L-C27"], ev_ood, ours=cl.texts(ood), detail=f"the X-L15 shifts (perturbed inputs: noise; OOD: lexicon, depth); "
       f">= {k_ood} of {len(ood)}")
-check("L-C18", cl.every({"both tasks (X-L2)": cl.every({t: gain_u[t] for t in TASKS}), "OOD (X-L15)": ev_ood}),
+out.check_claim(cl.CLAIMS["L-C18"], cl.every({"both tasks (X-L2)": cl.every({t: gain_u[t] for t in TASKS}), "OOD (X-L15)": ev_ood}),
       ours={**cl.texts({f"{t} LALR-REC − U": gain_u[t] for t in TASKS}), "OOD shifts PASSing": f"{ev_ood.low:g} of {len(ood)}"},
       detail="gain over U on both tasks and on >= 2 of 3 shifts")
 ood_table = pd.DataFrame({"LALR-REC − U (points)": cl.texts(ood)})
@@ -868,7 +866,7 @@ table_aw
 # ## The vision setting: X-L2 and X-L3 on images (L-C15, L-C3)
 #
 # LALR is stated for language models, but nothing in it is specific to text. *Setting*
-# (`lalr_core.methods.transfer`): at quick, BasicCNN pretrained on Fashion-MNIST classes 0–4
+# (`lalr_core.methods.pretrained.vision`): at quick, BasicCNN pretrained on Fashion-MNIST classes 0–4
 # (one cached run), fine-tuned on classes 5–9 with a fresh head and the P-LALR optimiser (AdamW,
 # base lr, batch 32); at paper, ResNet-18 pretrained on CIFAR-100 and fine-tuned on CIFAR-10
 # (`vision_pretrain="imagenet"`: torchvision's ImageNet ResNet-18, online only). Arms U, U-match
@@ -912,7 +910,7 @@ pd.DataFrame({a: {"val acc (%)": 100 * cl.per_seed(r, cl.final).mean(),
 # LALR is written for fine-tuning pretrained language models (the source's lr, 2e-5, is an LLM
 # value). With the optional `nlp` extra (`pip install -e '.[nlp]'`) and a machine that reaches
 # the Hugging Face hub, `nlp_model` (paper: `roberta-base`) is fully fine-tuned on SST-2 and CoLA
-# (`lalr_core.core.text.hf`: GLUE's validation split is our test set, `n_val` examples held out of
+# (`lalr_core.methods.pretrained.text.hf`: GLUE's validation split is our test set, `n_val` examples held out of
 # GLUE's train split are our validation set), arms U, U-match and LALR-REC, `nlp_seeds` seeds,
 # `nlp_epochs` epochs. Offline the first run stops with an error naming the model and data it
 # could not fetch. At smoke the same code runs on a tiny randomly initialised model of the
@@ -937,18 +935,18 @@ else:
 nlp_table
 
 # %% [markdown]
-# ## E14 · implicit learning-rate decay of scale-invariant layers (seed 003)
+# ## E14 · implicit learning-rate decay of scale-invariant layers (`[ATDL-notes]`)
 #
-# *Source (seed 003, §3.5):* "With homogeneous normalizers such as BN, WN, and LN, there is
+# *Source (`[ATDL-notes]`, *Advanced Topics in Deep Learning* lecture notes, §3.5):* "With homogeneous normalizers such as BN, WN, and LN, there is
 # implicit learning rate decay": under SGD without weight decay ‖w_k‖² grows like √k, so the
 # effective learning rate η/‖w_k‖² of a scale-invariant layer decays like k^(-1/2); with weight
 # decay the norm settles at an equilibrium. Every layer followed by a normaliser carries this
 # implicit, decaying rate, which any per-layer rate (LALR's scale, TempBalance's factor) only
 # multiplies: part of what a layer-wise schedule sets is undone by the layer's own norm growth.
-# *Model* (`lalr_core.methods.scale_invariance`): logistic regression on x·w/‖w‖ (scale
+# *Model* (`lalr_core.methods.layer_lr.scale_invariance`): logistic regression on x·w/‖w‖ (scale
 # invariant by construction), SGD with batches of 32, `e14_steps` steps, numpy float64.
-# *Check (digest E14):* the log-log slope of ‖w_k‖² over the last decade of steps is 0.5 ± 0.03
-# without weight decay, at both learning rates. The law is asymptotic and the fit over
+# *Check (E14):* the log-log slope of ‖w_k‖² over the last decade of steps is 0.5 ± 0.03
+# (0.5: the notes' √k law, `[ATDL-notes]` sec. 3.5; the tolerance is ours) without weight decay, at both learning rates. The law is asymptotic and the fit over
 # k ∈ [k/10, k] still sees the initial norm at η = 0.1, so a second check fits the growth itself,
 # √(‖w_k‖⁴ − ‖w_0‖⁴), against the same 0.5 ± 0.03. With weight decay the norm's mean over the
 # last half is reported beside the fixed point ‖w‖⁴ = ηc / (λ(2 − ηλ)).
@@ -974,7 +972,7 @@ within = bool(((no_wd["slope"] - 0.5).abs() <= 0.03).all())
 out.check("E14", "‖w_k‖² of a scale-invariant layer grows like √k under SGD without weight decay "
           "(log-log slope 0.5 ± 0.03, both learning rates)", within,
           ours={f"η = {r.lr:g}": f"slope {r.slope:.3f} ± {r.slope_stderr:.3f}" for r in no_wd.itertuples()},
-          source="0.489 (η 0.1), 0.483 (η 1), digest's measurement",
+          source="a prototype run of ours: 0.489 (η 0.1), 0.483 (η 1); the notes give the √k law only ([ATDL-notes] §3.5)",
           quote="With homogeneous normalizers such as BN, WN, and LN, there is **implicit learning rate decay**")
 # the derivation (module docstring): ‖w_k‖⁴ = ‖w_0‖⁴ + 2η²Σc; over the fitted decade the raw
 # slope still sees ‖w_0‖⁴ at η = 0.1, so the growth itself is tested too, as a second check
@@ -984,14 +982,14 @@ out.check("E14", "‖w_k‖⁴ − ‖w_0‖⁴ grows linearly in k (the derivat
           ours={f"η = {r.lr:g}": f"slope {r.slope_corrected:.3f}" for r in no_wd.itertuples()},
           quote="the norm of the weights $\\|w^{(k)}\\|^2$ increase like $\\sqrt{k}$ over $k$-GD steps",
           detail="‖w_0‖⁴ taken out: the source's law is asymptotic (\"explicit learning rate only have "
-                 "transient effect\"); the raw slope above is the digest's statistic and is kept as it is")
+                 "transient effect\"); the raw slope above is our planned statistic and is kept as it is")
 e14.round(4)
 
 # %% [markdown]
 # ## L-C30 · the interaction bounds (untestable)
 
 # %%
-check("L-C30", None, detail=cl.UNTESTABLE)
+out.check_claim(cl.CLAIMS["L-C30"], None, detail=cl.UNTESTABLE)
 
 # %% [markdown]
 # ## Verdicts

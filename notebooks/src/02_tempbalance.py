@@ -21,47 +21,51 @@
 # layer), does giving the less-trained layers (larger α) larger learning rates help, and which
 # map from α to learning rate works?
 #
-# **Source.** E. (Y. C.) Ye, *Layerwise Training of Deep Neural Networks*, MSc report, UC Berkeley
-# EECS-2023-126, chapters 1–2 (`../shared/seeds/001_bb912a33d016025f.txt`). Chapter 3 (HT-SR
-# pruning) is the companion notebook `02b_htsr_pruning.ipynb`.
+# **Source.** `[Ye2023]`: Elicia (Yi Chen) Ye, Tianyu Pang, Alex Zhao, Yefan Zhou, Yaoqing Yang,
+# Michael Mahoney, Kannan Ramchandran, *Layerwise Training of Deep Neural Networks*, MS research
+# report, Technical Report UCB/EECS-2023-126, EECS, University of California, Berkeley, 2023,
+# <http://www2.eecs.berkeley.edu/Pubs/TechRpts/2023/EECS-2023-126.html>; chapters 1–2. The
+# allocation builds on TempBalance (`[Zhou2023]`); this and every other reference:
+# `REFERENCES.md`. Chapter 3 (HT-SR pruning) is the companion notebook `02b_htsr_pruning.ipynb`.
 #
 # **Method.** Every epoch, for every layer weight matrix, the empirical spectral density (ESD,
 # eq. 1.5) of $W^\top W$ is fitted by a power law $p(\lambda)\propto\lambda^{-\alpha}$ above
 # $x_{\min}$ with the MLE $\hat\alpha = 1 + n/\sum_i\ln(\lambda_i/x_{\min})$ (eq. 1.9,
-# `lalr_core.methods.spectral`). An allocation scheme maps the α's to per-layer learning rates around
+# `lalr_core.methods.spectra`). An allocation scheme maps the α's to per-layer learning rates around
 # the cosine schedule $\text{lr}_t$ of eq. 2.12; eq. 2.13 (and 2.16–2.19) are *weighted
 # probabilities* $\text{lr}_{t,i} = \text{lr}_t\, n\, g(\alpha_{t,i}) / \sum_j g(\alpha_{t,j})$,
-# so the mean learning rate stays $\text{lr}_t$ (`lalr_core.methods.tempbalance`, applied in the
+# so the mean learning rate stays $\text{lr}_t$ (`lalr_core.methods.layer_lr.tempbalance`, applied in the
 # training loop by `TempBalanceCallback` through per-layer parameter groups).
 #
 # **What this notebook regenerates.** Fig 1.3 (redrawn from our own matrices; figs 1.1–1.2 are
 # schematics), figs 2.1–2.6, and the text-only results T-001-a (powers, with the source's
 # numbers), T-001-b (NegPow2's train accuracy), T-001-c (α rarely reaches [2, 6]) and T-001-d
 # (sampling schemes). Each item states the source's claim (its sentence is quoted with the
-# check) and ends with the digest's check (fixed before running); verdicts go to
-# `figures/<profile>/REPORT.md`. A comparison of accuracies between runs is judged on its 95 %
-# interval, paired by seed (`lalr_core.core.evidence`, through `tb.contrast`): PASS or FAIL
+# check) and ends with our check (fixed before running; the labels E-1.3, E-2.x are ours);
+# verdicts go to `figures/<profile>/REPORT.md`. A comparison of accuracies between runs is judged on its 95 %
+# interval, paired by seed (`lalr_core.core.results.evidence`, through `tb.contrast`): PASS or FAIL
 # only when the interval decides, INCONCLUSIVE when it covers the claim's threshold.
 #
-# **Profiles.** `smoke` (default; 256 digits, 2 epochs, seconds); `quick` (the digest's section
-# I.5 reductions: the sklearn digits, 8×8 grey, 1347/450 split; R18m/R34m = CIFAR-style
-# ResNets with 3 stages of [1,1,1] / [2,2,2] basic blocks and 16w/32w/64w channels; 8 epochs;
+# **Profiles.** `smoke` (default; 256 digits, 2 epochs, seconds); `quick` (our reduction: the
+# sklearn digits, 8×8 grey, 1347/450 split; R18m/R34m = CIFAR-style ResNets with 3 stages of [1,1,1] / [2,2,2] basic blocks and 16w/32w/64w channels; 8 epochs;
 # 5 seeds, paired across allocations; minutes on 2 CPU cores); `paper` (CIFAR-100, CIFAR ResNet-18/34 at widths
 # {0.25, …, 2.5} and lr₀ {0.025, …, 0.2}, 200 epochs). **At quick scale the numbers are not the
 # source's**: a check tests the qualitative claim on a small problem.
 #
 # **Source issues and our choices (stated again where they matter).**
 # (i) Which matrices: the first conv and the final linear layer are excluded and keep lr_t; BN
-# and biases follow their conv (§1.4 text, TempBalance's code; digest A-4). (ii) Conv weights are
+# and biases follow their conv (§1.4 text, TempBalance's code). (ii) Conv weights are
 # analysed as TempBalance does, as $k_h k_w$ slices of shape $c_{out}\times c_{in}$ whose
-# eigenvalues are pooled (A-3); no $1/N$ (α is scale invariant). (iii) $x_{\min}$ is not stated:
-# TempBalance's median rule for the allocation, the KS rule (Clauset et al.) where noted (A-1).
-# (iv) The ranges "α ∈ [2, 6]" depend on the estimator (A-2), so T-001-c reports both. (v) Eq.
+# eigenvalues are pooled (the source does not say how a conv becomes a matrix); no $1/N$ (α is
+# scale invariant). (iii) $x_{\min}$ is not stated:
+# TempBalance's median rule for the allocation, the KS rule (`[Clauset2009]`) where noted.
+# (iv) The ranges "α ∈ [2, 6]" depend on the estimator, so T-001-c reports both. (v) Eq.
 # 2.12 is implemented literally, $\text{lr}_t = \tfrac{\text{lr}_0}{2}(1+\cos\tfrac{(t+1)\pi}{T})$
-# (A-5); TempBalance's code runs one epoch behind it: `overrides={"schedule": "cosine_tb"}`. (vi) Eq. 2.27 lacks the normalisation its text asks for; eq. 2.29 can give negative
-# "probabilities"; eq. 2.20 prints descending exponents; the EMG allocation has no rule: we use
-# the digest's A-6, A-7, A-9 choices (`lalr_core.methods.tempbalance` docstrings). (vii) Batch size,
-# momentum, weight decay, augmentation and seeds are not stated (A-16): TempBalance's code
+# (as printed); TempBalance's code runs one epoch behind it: `overrides={"schedule": "cosine_tb"}`. (vi) Eq. 2.27 lacks the normalisation its text asks for; eq. 2.29 can give negative
+# "probabilities"; eq. 2.20 prints descending exponents; the EMG allocation has no rule: we normalise
+# eq. 2.27 with a floor, softplus-normalise eq. 2.29, read eq. 2.20 ascending, and fit, sample
+# and assign the EMG by rank, all our choices (`lalr_core.methods.layer_lr.tempbalance` docstrings). (vii) Batch size,
+# momentum, weight decay, augmentation and seeds are not stated: TempBalance's code
 # values (batch 128, momentum 0.9, wd 5e-4, crop + flip; quick: batch 64).
 
 # %% tags=["parameters"]
@@ -76,29 +80,28 @@ import pandas as pd
 import torch
 from IPython.display import display
 
-from lalr_core.methods import spectral
+from lalr_core.methods import spectra as spectral
 from lalr_core.chapters import ch02_tempbalance as tb
-from lalr_core.methods.cka import cka_matrix, collect_activations
+from lalr_core.methods.similarity.cka import cka_matrix, collect_activations
 from lalr_core.core.data import load_data
 from lalr_core.chapters import chapter_settings
-from lalr_core.core.units import train_runs
-from lalr_core.core.figures import FigureWriter, set_style
-from lalr_core.core.provenance import repo_root
-from lalr_core.methods.tempbalance import allocate
-from lalr_core.core.train import initial_model, run_model
+from lalr_core.core.runs.units import train_runs
+from lalr_core.core.results.writer import FigureWriter
+from lalr_core.core.results.style import set_style
+from lalr_core.core.results.provenance import repo_root
+from lalr_core.methods.layer_lr.tempbalance import allocate
+from lalr_core.core.loop.train import initial_model, run_model
 
 S = chapter_settings("02", profile, overrides)   # validated before any compute
 N_TRAIN = tb.train_examples(S)   # examples behind a train accuracy (its one-seed interval)
 out = FigureWriter("02_tempbalance", profile, "02_tempbalance.ipynb")
 set_style()
-SECTIONS = tb.section_runs(S)   # section -> (run configs, callbacks of each)
 SOURCE = pd.read_csv(repo_root() / "data" / "reference" / "ch02_text_numbers.csv")
 
 
 def runs(section):
     """Configs, results and the per-run table of one section (from the cache after the sweep)."""
-    cfgs, callbacks = SECTIONS[section]
-    res = train_runs(cfgs, callbacks=callbacks, workers=S.workers, executor=S.executor)
+    cfgs, res = tb.CHAPTER.train(S, section)
     return cfgs, res, tb.run_table(cfgs, res)
 
 
@@ -114,7 +117,7 @@ pd.Series(S.as_dict(), dtype=object).to_frame("setting")
 # here and loses at most the runs in flight.
 
 # %%
-all_cfgs, all_callbacks = tb.all_runs(S)
+all_cfgs, all_callbacks = tb.all_runs(S)   # not CHAPTER.all_runs: one spec per config here
 _ = train_runs(all_cfgs, callbacks=all_callbacks, workers=S.workers, executor=S.executor)
 f"{len(all_cfgs)} runs, {sum(c.epochs for c in all_cfgs)} epochs"
 
@@ -125,10 +128,10 @@ f"{len(all_cfgs)} runs, {sum(c.epochs for c in all_cfgs)} epochs"
 # while one "with more randomness" resembles the Gaussian-like (Marchenko–Pastur) ESD of an
 # initialised layer (right). The source's figure has no stated provenance; we redraw it from
 # our own matrices: the 128×128 hidden layer of an MLP (digits, SGD momentum 0.9, lr 0.02,
-# batch 16; the digest's E-1.3 with one hidden 128×128 matrix instead of two) at initialisation
+# batch 16; our setting) at initialisation
 # and after training, with the power-law fit above $x_{\min}$ and the Marchenko–Pastur density
 # of the initial weights (eq. 1.6, entries of variance $1/(3\cdot128)$, PyTorch's default init).
-# *Checks (digest E-1.3):* α(trained) < α(init) under both x_min rules; λ_max grows ≥ 1.5×; the
+# *Checks (E-1.3, thresholds ours):* α(trained) < α(init) under both x_min rules; λ_max grows ≥ 1.5×; the
 # initial ESD lies inside the MP support.
 
 # %%
@@ -188,7 +191,7 @@ pd.DataFrame(fits).T.round(3)
 # *Which parameters follow which α (our choices; both are the authors' code).* A BN layer
 # follows the lr of the conv *named* like it (`bn2` follows `conv2`), as TempBalance's code does
 # (`batchnorm_type='name'`); a BN inside a shortcut's `nn.Sequential` keeps the global lr. This
-# is `TempBalance(norms="name")`, the default of `lalr_core.methods.tempbalance_callback`;
+# is `TempBalance(norms="name")`, the default of `lalr_core.methods.layer_lr.tempbalance.callback`;
 # `norms="order"` (this collection's rule before 0.4) tied each BN to the most recent conv,
 # which put the shortcut BNs of a ResNet on the shortcut conv's lr (3 BNs of ResNet-18 at up to
 # 1.5× the lr the authors' code gives them). The α's are fitted on TempBalance's own eigenvalue
@@ -197,19 +200,18 @@ pd.DataFrame(fits).T.round(3)
 #
 # *Quick setting, and where it deviates from the source.* R18m/R34m on the digits, widths
 # {0.5, 1} (source: 0.25–2.5), lr₀ {0.05, 0.2} (source: six values), 8 epochs (source: 200),
-# and **5 seeds** paired by seed (source: one run per cell, seeds unstated; the digest's E-2.1
-# asked for 1–3). With 450 test images one image is 0.22 points and seed-to-seed differences
+# and **5 seeds** paired by seed (source: one run per cell, seeds unstated). With 450 test images one image is 0.22 points and seed-to-seed differences
 # are a few points, so one or two seeds cannot decide differences of about a point. R34m at
 # lr₀ 0.2 is unstable over 8 epochs (its test accuracy differs by over ten points between
 # seeds at quick), so even 5 seeds leave intervals of several points there; more seeds do not
-# fit the chapter's quick budget (about 4 min on 2 cores). The test set stays the digest's
-# 1347/450 split: the digits have 1797 images, and a larger test split would shrink the
-# training set the digest fixes.
+# fit the chapter's quick budget (about 4 min on 2 cores). The test set stays the collection's
+# stratified 1347/450 split (our choice, as in every chapter on the digits): the digits have
+# 1797 images, and a larger test split would shrink the training set.
 #
-# *Checks (digest E-2.1, judged on 95 % intervals; a claim of several parts is PASS only when
+# *Checks (E-2.1, judged on 95 % intervals; a claim of several parts is PASS only when
 # every part is, FAIL when one part fails, `tb.all_of`):* at the largest lr₀, averaged over
 # widths, Δtest(R34m) > 0; Δtest(R34m) > Δtest(R18m) and Δtrain(R34m) > Δtrain(R18m) ("minimal
-# training accuracy loss compared to ResNet18": a smaller loss; the digest's "≥" cannot be
+# training accuracy loss compared to ResNet18": a smaller loss; a "≥" cannot be
 # shown by an interval); R34m gains test accuracy at the smallest width, more than at every
 # other width ("especially at 25%-width").
 
@@ -277,12 +279,12 @@ d21.round(2)
 # (`named_modules()`, root excluded; R34m has 3 + 3 + 6·6 + 2·2 = 46, tested in
 # `tests/test_cifar_models.py`). Linear CKA (eqs. 2.14–2.15 with a linear kernel; the source
 # does not name its kernel) on the whole test set, not on "a random batch each time" (the
-# source's stated limitation; digest A-12; paper: a fixed subset of 2000 test images, since the
-# n×n Grams of 109 modules on all 10k would need ~90 GB). Shown: seed 0 (width 1 at quick, the
-# digest's E-2.2; the source: 50 %). The spread over random batches of 128 is reported.
-# *Checks (digest E-2.2), over the seeds' whole-test-set CKA (t interval; with one seed, over
+# source's stated limitation; paper: a fixed subset of 2000 test images, since the
+# n×n Grams of 109 modules on all 10k would need ~90 GB). Shown: seed 0 (width 1 at quick, our
+# choice; the source: 50 %). The spread over random batches of 128 is reported.
+# *Checks (E-2.2), over the seeds' whole-test-set CKA (t interval; with one seed, over
 # the random batches, which leaves seed noise out):* baseline mean CKA of adjacent modules
-# > 0.8 (the digest's reading of "high"); the mean CKA between the first and the last third of
+# > 0.8 (our reading of "high"); the mean CKA between the first and the last third of
 # the modules is lower with the allocation than without, paired by seed.
 
 # %%
@@ -333,10 +335,10 @@ per_seed.assign(batch_to_batch_sd=pd.Series(batch_sd)).round(3)
 # identity (orange), square root (green), cube root (red), logarithm base-2 (purple)"; "In our
 # experiments, the square root or logarithmic functions improve test time performance on most
 # models." Left two panels: each map applied to the α's TempBalance fitted after the last epoch
-# of the eq. 2.13 run (width 1, lr₀ 0.2, seed 0; which epoch the source shows is not stated,
-# digest A-13), in units of lr_t. Right: test accuracy of each map minus the baseline, 95 %
-# intervals over 5 paired seeds (R18m, 8 epochs; the caption does not say what is compared,
-# A-10). *Checks (E-2.3):* the spread ordering std(id) > std(√) > std(∛); every map keeps the
+# of the eq. 2.13 run (width 1, lr₀ 0.2, seed 0; the source does not state which epoch it
+# shows), in units of lr_t. Right: test accuracy of each map minus the baseline, 95 %
+# intervals over 5 paired seeds (R18m, 8 epochs; the caption does not say what is compared).
+# *Checks (E-2.3):* the spread ordering std(id) > std(√) > std(∛); every map keeps the
 # mean lr = lr_t; every α > 1 (log₂ needs it). *Accuracy (the source's sentence, one check per
 # map, paired over seeds):* √ and log₂ each improve test accuracy over the baseline.
 # **Deviation:** the source says "on most models"; we train the maps on one model (R18m, the
@@ -389,7 +391,7 @@ d23.round(2)
 # ## Fig 2.4 · powers, roots and the logarithm, in order and ranked
 #
 # *Source:* "we want variations among layerwise learning rates while keeping the majority of them
-# as far from 0 as possible". The schemes are not enumerated (A-11): identity, α², α³, √, ∛, α^¼,
+# as far from 0 as possible". The schemes are not enumerated; ours: identity, α², α³, √, ∛, α^¼,
 # log₂, on R18m's last-epoch α's. *Checks (E-2.4, exact identities):* the max/min lr ratio equals
 # $(\alpha_{\max}/\alpha_{\min})^p$; std(∛) < std(√) < std(id) < std(α²) < std(α³); the fraction
 # of groups below 0.1·lr_t is reported per scheme.
@@ -422,7 +424,7 @@ pd.DataFrame({"std": sd, "share_below_0.1_lr_t": below}).round(3)
 # *Source:* "softmax does not work as most learning rates are assigned values of 0"; with NegPow2
 # "many parameter groups are not updated. This results in worse model performance during test
 # time and the model not training to convergence, with 65-70% train accuracies" (T-001-b). Eq.
-# 2.20 is read ascending (A-7). Top: the two schemes on R18m's α's and on a synthetic α vector of
+# 2.20 is read ascending (its printed exponents descend but end at 2⁻¹; our reading). Top: the two schemes on R18m's α's and on a synthetic α vector of
 # ResNet18's size (n = 19 layers, α = 1 + Exp(mean 2)), in layer order and ranked. *Checks
 # (E-2.5):* NegPow2's exact counts (n = 19: 12 groups below 0.1·lr_t, 9 below 0.01·lr_t, the
 # largest at 9.5·lr_t, and the closed form min(n, ⌊log₂(n/c)⌋) on our n); softmax's share of
@@ -460,7 +462,7 @@ out.check("fig2.5", f"NegPow2 on our n = {n_ours}: #groups >= c lr_t = min(n, fl
 out.check("fig2.5", "softmax leaves at least as many groups below 0.1 lr_t as the identity map (both alpha vectors)",
           all(shares[(l, "softmax")] >= shares[(l, "alpha")] for l in ("R18m alphas", "synthetic n=19")),
           ours={f"{l}/{s}": round(v, 3) for (l, s), v in shares.items()},
-          detail="softmax's share exceeds 50 % only for exponential-tailed alphas (digest E-2.5)")
+          detail="softmax's share exceeds 50 % only for exponential-tailed alphas (a prototype observation of ours, not judged here)")
 neg_cfgs, neg_res, neg = runs("fig2.5")
 t25 = neg.groupby("allocation")[["train_acc", "test_acc"]].mean()
 b25 = tb.beside_source(neg, SOURCE[SOURCE.item == "T-001-b"], judge=S.judge_source, n_train=N_TRAIN)
@@ -497,7 +499,7 @@ b25.round(2)
 # allocation uses) at three epochs, pooled over seeds; an exponential fit of α − min α and a
 # normal fit of α. *Checks (E-2.6):* skewness of the pooled final-epoch α's > 0; the exponential
 # log-likelihood ≥ the normal's. T-001-c reports, per epoch, the share of layers with α ∈ [2, 6]
-# under the median and the KS rule (they differ, A-2).
+# under the median and the KS rule (they differ: the range depends on the estimator).
 
 # %%
 dist_cfgs, dist_res, _ = runs("fig2.6")
@@ -549,9 +551,9 @@ f26.round(3)
 # PASS only when it holds at both lr₀, FAIL when it fails at one):* α² has a higher test
 # accuracy than the baseline; α² a lower train accuracy than the baseline ("trained to less
 # saturation"); α³ a lower test accuracy than α² ("worsen ... lower test accuracies", read as
-# worse than squared); α³ a lower train accuracy than α² ("more unsaturated"). The digest's
-# single check ("α³ the worst" of baseline, α, α², α³) is replaced by these four, which follow
-# the source's sentences; plain α is not part of the claim and is no longer trained here.
+# worse than squared); α³ a lower train accuracy than α² ("more unsaturated"). Four checks,
+# one per sentence of the source, rather than a single "α³ the worst"; plain α is not part of
+# the claim and is not trained here.
 
 # %%
 pow_cfgs, pow_res, powers = runs("T-001-a")
@@ -592,14 +594,14 @@ bsa.round(2)
 # grows deeper. This is revealed through lower test accuracy and higher train accuracy on deeper
 # residual networks (ResNet101, ResNet152) than on shallower ones (ResNet18, ResNet34)."
 # Gaussians around each α (2.26–2.27, normalised as the text says), one Gaussian around lr_t
-# assigned by α rank (2.28–2.29, softplus-normalised, our choice), and the EMG model (2.30–2.31,
-# the digest's A-9 rule). **Deviation:** quick compares R18m with R34m (the depth trend only; the
+# assigned by α rank (2.28–2.29, softplus-normalised, our choice), and the EMG model (2.30–2.31;
+# the source gives no allocation rule: ours fits ν on α − 1, samples and assigns by rank). **Deviation:** quick compares R18m with R34m (the depth trend only; the
 # source: ResNet18/34 vs ResNet101/152), width 0.5, lr₀ 0.1, 8 epochs, 5 seeds. Δ is a scheme's
 # accuracy minus the baseline's, averaged over the three schemes within a seed; the shallower
 # group is the first half of the models (quick: R18m), the deeper the rest (quick: R34m).
 # *Checks (paired 95 % intervals):* on the shallower model Δtest > 0 > Δtrain (the first
 # sentence); on the deeper model Δtest is lower and Δtrain higher than on the shallower (the
-# second sentence, read as the sampling's effects; this replaces the digest's "smaller mean
+# second sentence, read as the sampling's effects; rather than a "smaller mean
 # |Δ|", which a difference of absolute values cannot test without bias).
 
 # %%

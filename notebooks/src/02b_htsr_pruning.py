@@ -20,23 +20,27 @@
 # layer weight matrices tell us *how much* to prune each layer — and, after uniform pruning, does
 # TempBalance's α-weighted layer-wise learning rate make finetuning better?
 #
-# **Source.** Seed 001 (`../shared/seeds/001_bb912a33d016025f.txt`), chapter 3 "structured
-# channel pruning" (figs 3.1–3.26, table 3.1); digest `../shared/spec/seed000_001_002_lalr_tempbalance_ntk.md`
-# part I (I.2.9–I.2.11, I.4 A-17…A-27, I.5 E-3.1…E-3.26, E-T-e, E-Tab3.1). Chapter 2 of the same
-# source (TempBalance) is notebook 02.
+# **Source.** `[Ye2023]`: Elicia (Yi Chen) Ye, Tianyu Pang, Alex Zhao, Yefan Zhou, Yaoqing Yang,
+# Michael Mahoney, Kannan Ramchandran, *Layerwise Training of Deep Neural Networks*, MS research
+# report, Technical Report UCB/EECS-2023-126, EECS, University of California, Berkeley, 2023,
+# <http://www2.eecs.berkeley.edu/Pubs/TechRpts/2023/EECS-2023-126.html>; chapter 3 "structured
+# channel pruning" (figs 3.1–3.26, table 3.1). Every reference: `REFERENCES.md`. The experiment
+# labels E-3.1…E-3.26 and T-001-e and their thresholds are ours. Chapter 2 of the same source
+# (TempBalance) is notebook 02.
 #
 # **Method.** Train → prune → finetune. After pretraining (traditional crop + flip, or AugMix) we
-# compute the 10 HT-SR metrics of every conv (`spectral.htsr_metrics`, KS x_min, digest A-1/A-17),
+# compute the 10 HT-SR metrics of every conv (`spectral.htsr_metrics`; KS x_min, our choice: the source
+# does not state its x_min rule),
 # turn a metric into per-layer budgets k_i (`pruning.layer_budgets`: min–max normalised metric,
 # "direct" = prune more where the metric is larger, Settings 1/3; "inverse" = Settings 2/4), fill
 # them in 0.01 increments until the global parameter target P is met ("we would rather under-prune
 # than over-prune"), mask the lowest-scoring output channels (ME-Prune's eq. 3.1 scores; within a
-# layer the ranking equals filter L1, digest I.2.10) and finetune with lr0 0.05, cosine — with one
+# layer the ranking equals filter L1, since eq. 3.1's factor is constant within a layer) and finetune with lr0 0.05, cosine — with one
 # global lr or with TempBalance's eq. 2.13 α-weighted lrs (`RunConfig(methods=(TempBalance("eq2.13"),))`).
 # `lalr_core.chapters.ch02b_htsr_pruning` builds every run from the profile table; this notebook calls it
 # and plots.
 #
-# **Profiles.** `smoke` (default; seconds, CI); `quick` = the digest's I.5 reductions on the
+# **Profiles.** `smoke` (default; seconds, CI); `quick` = our reductions on the
 # sklearn digits (8×8 grey, 1347/450): DenseNet-mini (DNm), WRN-10-1 (WRNm), MobileNetV2-mini
 # (MBv2m), VGG-mini (VGGm), 15 pretraining epochs; `paper` = CIFAR-100 with DenseNet-40,
 # WRN-28-10, MobileNetV2 and VGG-19 (not run here; it validates). **At quick scale the numbers
@@ -45,36 +49,37 @@
 # **Deviations and choices (stated again at the affected item).**
 # (i) AugMix is used in *pretraining* only; finetuning always uses traditional augmentation
 # (the source does not say; AugMix costs ~2 s per digits epoch on CPU). AugMix = torchvision
-# defaults, no JSD loss (A-27).
+# defaults, no JSD loss (the source gives no AugMix settings; our choice).
 # (ii) Training masks *output* channels; the x axis "parameters remaining" is the conv-weight
 # fraction of the physically slimmed network (`channel_masks.slimmed_parameters`: a pruned channel
 # also removes the inputs it fed, through DenseNet concatenations and, when every summand is
-# pruned, residual adds; digest I.2.10). The budget P is in units of the masked convs' own
+# pruned, residual adds). The budget P is in units of the masked convs' own
 # weights (`layer_budgets(sizes=...)`), so the slimmed network keeps less than 1 − P.
-# (iii) Budgets: the digest's k_i = min(0.95, P(0.5+u_i)) misses P whenever mean u < 0.5; the
-# source wants "adequate control over the overall model size", so the scale is solved for P
-# (`layer_budgets(match_budget=True)`, source wins over digest).
+# (iii) Budgets: the source gives no map from metric to budget; ours is k_i = min(0.95,
+# s·P(0.5+u_i)) with u_i the min–max normalised metric. Taken with s = 1 it misses P whenever
+# mean u < 0.5; the source wants "adequate control over the overall model size", so s is solved
+# for P (`layer_budgets(match_budget=True)`; `match_budget=False` is the s = 1 rule).
 # (iv) The cosine schedule is eq. 2.12 literally, lr_t = lr0/2·(1 + cos((t+1)π/T)), so the last
 # epoch of every run has lr 0: a 2-epoch finetune is one epoch at lr0/2, then one at lr 0 where
-# only the BN statistics move (the digest's reduction taken as written). (v) The source does not
-# state the ratio grid, epochs or the Fig 3.3 setting (A-22, A-23): we draw all four settings; paper-profile epochs (200 pretraining, 40 finetuning) and the 9-ratio
-# grid are our choices. (vi) "VGG19 with 4M parameters" = uniform channel ratio 0.553 (A-25: ≈20 %
-# of a slimmed VGG-19); 11 sizes = ratios {0, 0.1, …, 0.9, 0.95}; accuracy = final epoch, train
-# accuracy dashed (A-26). (vii) "three transportation layers" vs "2": DenseNet has 2 transition
-# layers (A-24). (viii) Quick-profile cuts for the 5-minute budget: one seed; the AugMix fig 3.3
+# only the BN statistics move (kept as eq. 2.12 gives it). (v) The source does not
+# state the ratio grid, epochs or the Fig 3.3 setting: we draw all four settings; paper-profile
+# epochs (200 pretraining, 40 finetuning) and the 9-ratio grid are our choices. (vi) "VGG19 with 4M parameters" = uniform channel ratio 0.553 (our reading:
+# ≈20 % of a slimmed VGG-19); 11 sizes = ratios {0, 0.1, …, 0.9, 0.95}; accuracy = final epoch, train
+# accuracy dashed (our choices). (vii) "three transportation layers" vs "2": DenseNet has 2 transition
+# layers. (viii) Quick-profile cuts for the 5-minute budget: one seed; the AugMix fig 3.3
 # sweep (Settings 3/4) at ratios {0.5, 0.85} only (traditional: {0.3, 0.5, 0.7, 0.85}).
-# (ix) The digest's E-3.2 upsamples digits to 16×16×3 (crop pad 2); we use the collection's 8×8
-# grey digits and the reduced zoo built for them (crop pad 1), for every item.
-# (x) Quick settings re-designed for decidable verdicts (issue 12; Settings `curve_ratios`,
+# (ix) Every item, AugMix included, uses the collection's 8×8 grey digits and the reduced zoo
+# built for them (crop pad 1), not digits upsampled to 16×16×3.
+# (x) Quick settings designed for decidable verdicts (Settings `curve_ratios`,
 # `f326_ratios`): every uniform curve of figs 3.3 / T-001-e gets uniform-only runs at 12 targets
 # P (0.1 … 0.95), so a metric run is compared with uniform pruning *at its own measured size*
 # (the metric budgets under-prune by their own amounts); fig 3.26 gets a size P = 0.25 whose DNm
-# keeps 61 % of its conv weights, inside the source's 55–65 % range that the digest's grid misses.
-# The digits test set has 450 examples (the digest's data), so no larger test set is possible.
+# keeps 61 % of its conv weights, inside the source's 55–65 % range, which the coarser ratio grid misses.
+# The digits test set has 450 examples (the collection's split), so no larger test set is possible.
 #
 # **Verdicts.** The chapter runs one seed. An accuracy comparison of runs is judged on the 95 %
 # paired-bootstrap interval over the 450 test examples (`px.versus_uniform`, `px.contrast`,
-# `lalr_core.core.evidence.bootstrap_difference`): PASS or FAIL only when the interval decides,
+# `lalr_core.core.results.evidence.bootstrap_difference`): PASS or FAIL only when the interval decides,
 # INCONCLUSIVE otherwise. A claim about "the metrics" is judged on the group of metrics and rule
 # the source's sentence names, pooled, never on the best of several runs (picking the best of k
 # runs on the test set inflates its gain; the best run is reported, not judged). Comparisons of
@@ -92,8 +97,9 @@ import pandas as pd
 
 from lalr_core.chapters import ch02b_htsr_pruning as px
 from lalr_core.chapters import chapter_settings
-from lalr_core.core.units import train_runs
-from lalr_core.core.figures import FigureWriter, set_style
+from lalr_core.core.runs.units import train_runs
+from lalr_core.core.results.writer import FigureWriter
+from lalr_core.core.results.style import set_style
 from IPython.display import display
 
 S = chapter_settings("02b", profile, overrides)   # validated before any compute
@@ -116,7 +122,7 @@ pd.Series(S.as_dict(), dtype=object).to_frame("setting")
 # ## Pretraining · every initial training run in one sweep
 #
 # DNm, WRNm and MBv2m with traditional augmentation and with AugMix, VGGm with traditional
-# augmentation; SGD momentum 0.9, wd 5e-4, batch 64, lr 0.1 cosine (digest defaults; the source
+# augmentation; SGD momentum 0.9, wd 5e-4, batch 64, lr 0.1 cosine (our defaults; the source
 # gives none). The runs keep their final weights (the pruning starts from them) and, for DNm and
 # WRNm, every layer's α and matrix entropy after every epoch (fig 3.2). Cached and resumable;
 # AugMix runs (the slow ones) first.
@@ -150,7 +156,7 @@ t31
 # *Source:* "Comparing layerwise pruning ratios achieved on WideResNet28 (blue) and DenseNet40
 # (orange) using Erdos-Renyi Kernel layerwise [18], Layer-adaptive Sparsity for the
 # Magnitude-based Pruning (LAMP) [51], and uniform (baseline) schemes." (no claim in the text; the
-# global sparsity is not stated — the digest's 0.8). Convs of the pretrained (traditional) WRNm and
+# global sparsity is not stated — ours is 0.8). Convs of the pretrained (traditional) WRNm and
 # DNm; ERK is data-free, LAMP uses the weights (global, unstructured).
 # *Checks (E-3.1):* ERK's pruned fraction increases with layer size (Spearman ρ > 0.8); uniform is
 # flat at 0.8; LAMP is non-uniform and prunes the first and last conv less than uniform.
@@ -167,7 +173,7 @@ axes[0].set_ylabel("pruned fraction"); axes[0].legend(fontsize=7)
 out.savefig(fig, "fig3.1", params=S.as_dict(), seeds=SEEDS)
 show(fig)
 P31 = S.fig31_sparsity
-NO_CLAIM = "the source's text makes no claim on fig 3.1 (caption only); the digest's checks (E-3.1)"
+NO_CLAIM = "the source's text makes no claim on fig 3.1 (caption only); our checks and thresholds (E-3.1)"
 for role, t in f31.items():
     rho = float(t["erk"].corr(t["size"], method="spearman"))
     out.check("fig3.1", f"ERK pruned fraction increases with layer size, Spearman rho > 0.8 ({role})",
@@ -187,9 +193,9 @@ pd.concat(f31, names=["role"]).round(3)
 # the observed *entropy rebound* phenomenon on DenseNet40, compared to traditional augmentation.
 # Using AugMix also levels the rebound of α on DenseNet40 during training." The aggregation over
 # layers is not stated: we plot the mean over all conv/linear layers (KS x_min), epoch 0 = init.
-# *Checks (E-3.2):* on DNm, mean entropy (AugMix) > (traditional) at ≥ 80 % of the epochs (the
-# digest's reading of "uniformly"); and, for entropy and for α, AugMix's rebound is smaller than
-# the traditional one's. A rebound is the digest's: the curve's minimum lies strictly inside the
+# *Checks (E-3.2):* on DNm, mean entropy (AugMix) > (traditional) at ≥ 80 % of the epochs (our
+# reading of "uniformly"); and, for entropy and for α, AugMix's rebound is smaller than
+# the traditional one's. A rebound (our definition): the curve's minimum lies strictly inside the
 # run and is followed by a rise of ≥ 2 % of it; its size is that rise. Where the traditional
 # curve has no rebound there is nothing to mitigate, and the check is N/A for that reason.
 # These are curves of one pretraining per augmentation, not accuracies: pass/fail on the numbers.
@@ -216,7 +222,7 @@ trained = ent_t.index > 0
 frac = float((ent_a[trained] > ent_t[trained]).mean())
 out.check("fig3.2", "DNm: mean matrix entropy with AugMix > traditional at >= 80 % of epochs",
           frac >= 0.8, ours=round(frac, 3), source="'higher matrix entropy uniformly through time'",
-          quote=px.QUOTES["fig3.2 entropy"], detail="80 % of the epochs: the digest's reading of 'uniformly' (E-3.2)")
+          quote=px.QUOTES["fig3.2 entropy"], detail="80 % of the epochs: our reading of 'uniformly' (E-3.2)")
 for col in ("entropy", "alpha"):
     trad, aug = curves[("densenet", "traditional", col)], curves[("densenet", "augmix", col)]
     less = px.rebound_mitigated(trad, aug)
@@ -225,7 +231,7 @@ for col in ("entropy", "alpha"):
               less, ours=rises, quote=px.QUOTES[f"fig3.2 {col}"],
               detail="" if less is not None else
               f"the traditional DNm {col} curve has no rebound (rise {rises['traditional']:.1%} after its minimum, "
-              "< 2 %, the digest's E-3.2 definition): nothing to mitigate in this setting")
+              "< 2 %, our definition of a rebound, E-3.2): nothing to mitigate in this setting")
 pd.DataFrame(rebounds).T
 
 # %% [markdown]
@@ -245,7 +251,7 @@ pd.DataFrame(rebounds).T
 # norm and spectral norm (ranks among the convs). The direct budget grows with the metric and the
 # inverse one shrinks with it, so these ranks are the budgets' order: lowest entropy = the lowest
 # ratios in Settings 1/3 and the highest in Settings 2/4, as the source says. MBv2m and WRNm: max
-# |z| of entropy across layers < 2.5 (the digest's reading of "not observed"). Budgets and metrics
+# |z| of entropy across layers < 2.5 (our reading of "not observed"). Budgets and metrics
 # of fixed weights: no run is compared, so these are pass/fail on the numbers.
 
 # %%
@@ -335,7 +341,7 @@ for (role, aug), (f_dir, f_inv, f_all) in px.GRID_FIGS.items():
     else:
         out.check(f_all, f"no outlier layer: max |z| of entropy across layers < 2.5 ({role}, {aug})", z < 2.5,
                   ours=round(z, 3), source="no implicit layer differentiation on WRN28 / MobileNetV2",
-                  quote=px.QUOTES["no differentiation"], detail="|z| < 2.5: the digest's reading (E-3.10)")
+                  quote=px.QUOTES["no differentiation"], detail="|z| < 2.5: our reading of 'not observed' (E-3.10)")
     grid_checks.append(row)
 pd.DataFrame(grid_checks)
 
@@ -378,7 +384,7 @@ def section(name):
 # the baseline especially in sparse settings when setting larger pruning fraction k_i for layers
 # with larger shape metrics and smaller pruning fraction k_i for layers with smaller scale
 # metrics" and "Similar trends arise when using traditional augmentation, but the improvement from
-# baseline is less significant." The caption does not say which setting is shown (A-23): we draw all
+# baseline is less significant." The caption does not say which setting is shown: we draw all
 # four (Settings 1–4, table 3.1). Shape metrics blue-green, scale red-pink, hybrid grey, uniform
 # ("even") yellow. x = fraction of conv weights the slimmed network keeps (deviation ii).
 #
@@ -519,7 +525,7 @@ gte.round(2)
 # baseline, indicating overall better training completeness. The top four figures show that layers
 # assigned learning rates with the largest difference from the baseline also have smaller α values
 # through finetuning". VGGm uniformly pruned at channel ratio 0.553 ("4M" of VGG-19's 20.08M ≈ 20 %
-# of a slimmed net, A-25; ≈45 % of the masked weights by our count), finetuned `f322_epochs` epochs;
+# of a slimmed net, our reading; ≈45 % of the masked weights by our count), finetuned `f322_epochs` epochs;
 # α = TempBalance's own (median x_min, kernel slices) recorded for both runs.
 #
 # *TempBalance in figs 3.22–3.26* (`TempBalance("eq2.13", zeros="drop")`): (a) the authors' BN
@@ -532,7 +538,7 @@ gte.round(2)
 # *Checks (E-3.22, restated):* averaged over the finetuning epochs (after the shared start), the
 # model-mean α (all conv and linear layers) is lower with TB; and so is the α of *each* of the 4
 # layers with the largest |lr_TB − lr_base| averaged over the epochs (the source's "top four
-# figures"; the digest asked 3 of 4 at the last epoch, the source's sentence speaks of all four
+# figures"; all four, not 3 of 4 at the last epoch, since the source's sentence speaks of all four
 # "through finetuning"). One run each, α not accuracy: pass/fail on the numbers.
 
 # %%
@@ -573,7 +579,7 @@ t22[["layer_lr", "remaining", "test_acc", "train_acc"]].round(3)
 # *Check (E-3.23/24):* per size, mean Δα (TB − baseline, last epoch) of the increase layers < that of
 # the decrease layers, in ≥ 7 of 11 sizes (the same fraction at other profiles), on the first of the
 # `vgg_seeds` finetuning seeds (the others serve fig 3.25's accuracy intervals). The source's text
-# makes no claim on these figures beyond fig 3.22's; this is the digest's criterion, on α (not an
+# makes no claim on these figures beyond fig 3.22's; this is our criterion, on α (not an
 # accuracy), so pass/fail on the numbers. TempBalance as in fig 3.22 (`norms="name"`, `zeros="drop"`).
 
 # %%
@@ -610,7 +616,7 @@ ok = n_ok / len(delta) >= 7 / 11
 for item in ("fig3.23", "fig3.24"):
     out.check(item, "mean delta-alpha (TB - baseline) of the lr-increase layers < that of the lr-decrease layers in >= 7 of 11 sizes",
               ok, ours={"sizes_ok": f"{n_ok}/{len(delta)}", **{str(P): [round(a, 3), round(b, 3)] for P, (a, b) in delta.items()}},
-              quote=px.QUOTES["fig3.23"], detail="no claim in the source's text beyond the caption; the digest's criterion (E-3.23/24)")
+              quote=px.QUOTES["fig3.23"], detail="no claim in the source's text beyond the caption; our criterion (E-3.23/24)")
 pd.DataFrame(delta, index=["mean d-alpha, lr up", "mean d-alpha, lr down"]).T.round(3)
 
 # %% [markdown]
@@ -619,13 +625,13 @@ pd.DataFrame(delta, index=["mean d-alpha, lr up", "mean d-alpha, lr down"]).T.ro
 # *Source:* "On the VGG19 architecture, layerwise learning rate allocation reaches baseline
 # performance in the sparsest and densest settings without underperforming the baseline training
 # accuracy. For models with 10 to 80 percent of parameters remaining, the layerwise learning rate
-# method consistently outperforms the baseline." Final-epoch accuracy (A-26); test solid, train
+# method consistently outperforms the baseline." Final-epoch accuracy (our choice); test solid, train
 # dashed. TempBalance as in fig 3.22 (`norms="name"`: every VGGm BN keeps the global lr;
 # `zeros="drop"`).
 # *Checks (E-3.25, restated):* at every size with 10–80 % of the parameters remaining (measured),
 # TB's test accuracy > baseline's ("consistently": each size's interval must lie above 0; FAIL if
-# one lies at or below 0); at the sparsest and the densest size TB ≥ baseline − 0.5 pp (the
-# digest's tolerance for "reaches"). TB and baseline share the pruning masks, so each size is a
+# one lies at or below 0); at the sparsest and the densest size TB ≥ baseline − 0.5 pp (our
+# tolerance for "reaches"). TB and baseline share the pruning masks, so each size is a
 # paired comparison; with `vgg_seeds` finetuning seeds (same pretrained weights and masks; the
 # curves show their mean) the interval is a two-level bootstrap over the seeds and the test
 # examples, so the training noise is in it (deviation: the source shows one run per size; quick
@@ -661,7 +667,7 @@ out.check("fig3.25", "TB >= baseline - 0.5 pp (test accuracy) at the sparsest an
           ours={f"P = {P}": px.lr_evidence(tV, [P]).text() for P in ends}
                | {"train accuracy TB - baseline (not judged)": {f"P = {P}": round(float(train_gap[P]), 2) for P in ends}},
           quote=px.QUOTES["fig3.25 ends"],
-          detail="tolerance 0.5 pp: the digest's (E-3.25); each end a paired bootstrap, the weaker decides")
+          detail="tolerance 0.5 pp: ours, for 'reaches' (E-3.25); each end a paired bootstrap, the weaker decides")
 wide.round(2)
 
 # %% [markdown]
@@ -676,8 +682,7 @@ wide.round(2)
 # (`norms="name"`: DNm's `features.k.bn` follows `features.k.conv`; `zeros="drop"`).
 # *Check (E-3.26, restated):* with uniform pruning, TB's gain over the global lr at the sizes that
 # keep 55–65 % of the conv weights is larger than its mean gain at the other sizes (difference of
-# gains, paired bootstrap over the test examples). The digest made this a report; it is a claim of
-# the source, so we judge it where a size lies in the range — the quick grid adds P = 0.25 for that
+# gains, paired bootstrap over the test examples). It is a claim of the source, so we judge it where a size lies in the range — the quick grid adds P = 0.25 for that
 # (deviation x). Beside it: the size with the largest gain, against the source's 55–65 %.
 
 # %%
@@ -733,7 +738,7 @@ pd.concat({m: g.set_index("P") for m, g in g26.items()}, names=["pruning"]).roun
 #
 # *Pretraining curves (fig 3.2).* AugMix *lowered* DNm's mean matrix entropy at every epoch, the
 # opposite of the source. AugMix levelled DNm's α rebound (rise 34 % vs 45 % after the minimum).
-# The traditional entropy curve rises only 1.4 % after its minimum, under the digest's 2 % for a
+# The traditional entropy curve rises only 1.4 % after its minimum, under our 2 % for a
 # rebound, and it is flat from epoch ~8 on, so longer pretraining would not produce one. The
 # mitigation check is therefore N/A (AugMix's rise, 1.6 %, is not smaller either).
 #

@@ -19,9 +19,13 @@
 # **Question.** Does a deep network's optimiser move through parameter space like a random walk,
 # like a mean-reverting (AR(1)) process, or in a *directed* way? And how do SGDM and Adam differ?
 #
-# **Source.** M. Tuddenham, PhD thesis (Southampton, 2026), §3.2 "Measuring directedness in
-# optimisation", Appendix A (random-vector mathematics), Appendix B (listing B.1) and Appendix C
-# (listings C.1–C.4); `../shared/seeds/004_1023ee9970b6fc33.txt`.
+# **Source.** `[Tuddenham2026]`: Mark Tuddenham, *Advancing differentiable program optimisation
+# via novel first and second-order metrics, and adaptive optimisation strategies*, PhD thesis,
+# School of Electronics and Computer Science, University of Southampton, 2026 (we know no public
+# link to the thesis; its code: <https://github.com/MarkTuddenham/Orthogonal-Optimisers>);
+# §3.2 "Measuring directedness in optimisation", Appendix A (random-vector mathematics),
+# Appendix B (listing B.1) and Appendix C (listings C.1–C.4). The batch-size section at the end
+# follows a second source, the lecture notes `[ATDL-notes]`. Every reference: `REFERENCES.md`.
 #
 # **Method.** For the trajectory θ_t (one step = one mini-batch) the thesis defines the
 # displacement $D_t(t)=\|\theta_t-\theta_0\|$ (eq. 3.1), the path length
@@ -60,10 +64,12 @@ from lalr_core.methods import trajectory as tj
 from lalr_core.chapters import chapter_settings
 from lalr_core.chapters import ch04_directedness as ch4
 from lalr_core.chapters.ch04_directedness import CHAPTER, RUNS, directedness_configs
-from lalr_core.core.evidence import mean_interval, paired_difference
-from lalr_core.core.tables import run_table
-from lalr_core.core.units import train_runs
-from lalr_core.core.figures import FigureWriter, bplot, set_style
+from lalr_core.core.results.evidence import mean_interval, paired_difference, per_seed
+from lalr_core.core.results.tables import run_table
+from lalr_core.core.runs.units import train_runs
+from lalr_core.core.results.writer import FigureWriter
+from lalr_core.core.results.plots import bplot
+from lalr_core.core.results.style import set_style
 
 S = chapter_settings("04", profile, overrides)   # validated before any compute
 out = FigureWriter("04_directedness", profile, "04_directedness.ipynb")
@@ -76,7 +82,7 @@ pd.Series(S.as_dict(), dtype=object).to_frame("setting")
 #
 # The thesis draws every box plot in Tufte's minimal style: a line from the minimum to the first
 # quartile, a line from the third quartile to the maximum, a dot at the median, no box. We run
-# listing B.1 with its data and seed; `lalr_core.core.figures.bplot` is the style used throughout the
+# listing B.1 with its data and seed; `lalr_core.core.results.plots.bplot` is the style used throughout the
 # collection. *Check:* both panels show the same medians.
 
 # %%
@@ -179,7 +185,7 @@ mc
 # $\mathbb E[D_s(t)]=t\sigma\sqrt2G(n)$ (eq. 3.6), $\mathbb E[D_t(t)]=\sigma\sqrt{2t}\,G(n)$
 # (eqs. 3.7–3.8), so $\mathbb E[D_t]/\mathbb E[D_s]=1/\sqrt t$ and $\psi(t)\approx1/\sqrt t$
 # (eqs. 3.9–3.14). The thesis does not state the lengths of its simulations; we use
-# `sim_steps` steps from $\theta_0=0$ (digest gap G8). Fig 3.8's σ is unstated; we use σ = 1.
+# `sim_steps` steps from $\theta_0=0$ (our choice). Fig 3.8's σ is unstated; we use σ = 1.
 
 # %%
 walk2d = tj.simulate_rw(2, T_SIM, sigma=1.0, seed=1)
@@ -269,7 +275,7 @@ out.check("fig3.11", "the seed-averaged psi tracks 1/sqrt(t) within 5%", bool(er
 # $\theta_t=(1-\alpha)\mu+\alpha\theta_{t-1}+\varepsilon_t$ (eq. 3.16) reverts to its mean μ.
 # The thesis bounds $\mathbb E[D_s]$ and $\mathbb E[D_t]$ from above with Jensen's inequality
 # (§3.2.6); both depend on $\theta_0$ and μ only through $d=\|\theta_0-\mu\|$. Fig 3.13's
-# parameters are unstated; we use α = 0.98, σ = 0.05, θ_0 = (1, 1), μ = (0.5, 0.5) (gap G8).
+# parameters are unstated; we use α = 0.98, σ = 0.05, θ_0 = (1, 1), μ = (0.5, 0.5) (our choice).
 
 # %%
 ar2d = tj.simulate_ar(2, T_SIM, alpha=0.98, sigma=0.05, theta0=1.0, mu=0.5, seed=4)
@@ -306,7 +312,7 @@ out.check("fig3.14", "theta follows mu + alpha^t (theta0 - mu) within 4 stationa
 
 # %% [markdown]
 # **Fig 3.15** — $n=100$, θ_0 = 𝟙, μ = 0.5·𝟙, α = 0.98, σ = 0.05: simulated $D_s$, $D_t$ against
-# the Jensen bounds. *Check (digest §6):* $D_s$ within 2 % of (and below) its bound, $D_t$ within
+# the Jensen bounds. *Check (tolerances ours):* $D_s$ within 2 % of (and below) its bound, $D_t$ within
 # 10 % of its bound, $D_t$ saturating after ≈ 200 steps.
 
 # %%
@@ -337,7 +343,7 @@ out.check("fig3.15", "the expected D_t saturates after ~200 steps (within 5% of 
 #
 # **Deviation (θ_0, μ unstated).** With θ_0 = 𝟙, μ = 0.5·𝟙 as in fig 3.15, both noise levels give
 # ψ below the random-walk line, contradicting the caption. We use θ_0 = 0, μ = 10·𝟙 (d = 100),
-# n = 100, α = 0.99, which reproduces the claimed contrast (digest gap G8).
+# n = 100, α = 0.99, which reproduces the claimed contrast.
 
 # %%
 psi_ar = {}
@@ -400,7 +406,7 @@ out.check("fig3.16B", "low noise: AR psi far above 1/sqrt(t) (psi(100) > 0.4) an
 # at the same N.
 #
 # **Divergence.** A run that diverges (a NaN loss, or one 1000 times its first:
-# `lalr_core.core.train`) stops there; its figures show what it measured. A diverged seed is
+# `lalr_core.core.loop.train`) stops there; its figures show what it measured. A diverged seed is
 # left out of every interval (the check's detail says which); when every seed of an optimiser
 # diverged, the checks that read it are N/A with the step at which it diverged (e.g.
 # `overrides={"sgdm_lr": 1e6}`).
@@ -456,13 +462,13 @@ def mean_of(values):
 # The thesis (fig 3.7): ψ is high but rapidly decays early (t < 500 of 8000 batches), declines
 # slowly in mid-training, plateaus late, and spikes at each lr drop; the artefact at batch N
 # comes from the window (for t < N the window is truncated at the start, so ψ_N = ψ). Fig 3.19
-# is the same plot with the random-walk baseline (1/√t up to N, then 1/√N; digest gap G9):
+# is the same plot with the random-walk baseline (1/√t up to N, then 1/√N: the walk's ψ_N):
 # panel A SGDM, panel B Adam. Thin lines are the seeds, the thick line their mean; the dashed
 # verticals are the lr drops. The overlay of both optimisers (seed means, log scale) is ours
 # (`extra_psi_sgdm_vs_adam`).
 #
 # **Eq. 3.4 index typo.** The source writes the window sum as $\sum_{i=N}^{t}$; we sum the last N
-# steps, $i=t-N+1,\dots,t$, consistent with eq. 3.3 (digest gap G1).
+# steps, $i=t-N+1,\dots,t$, consistent with eq. 3.3.
 
 # %%
 COLOR = {"sgdm": "C0", "adam": "C1"}
@@ -502,7 +508,7 @@ out.savefig(fig, "extra_psi_sgdm_vs_adam", seeds=seed_list)
 # %% [markdown]
 # **Checks of fig 3.7**, per optimiser, each a per-seed number judged over seeds:
 # *early phase*: $\min(\psi(5)-0.8,\ \psi(5)-\psi(N),\ \psi(N)-\psi_N(\text{drop}))>0$, i.e. ψ
-# starts above 0.8 and decays before the first drop (0.8: digest §6); *spikes*: the smaller of
+# starts above 0.8 and decays before the first drop (0.8: our threshold); *spikes*: the smaller of
 # the relative rises of ψ_N within N batches after each drop, above 10%.
 #
 # **Reading the early-phase check at the quick profile.** The thesis's early phase (t < 500) is
@@ -529,14 +535,14 @@ SPIKES_QUOTE = ("Additionally, epoch transitions (vertical dashed lines at epoch
 for panel, name in (("A", "sgdm"), ("B", "adam")):
     if na_checks(f"fig3.7{panel}", [name], EARLY, SPIKES):
         continue
-    margin = ch4.per_seed(runs[name], lambda r: ch4.early_decay_margin(psi_w(r), drops[0], N))
-    at = {k: ch4.per_seed(runs[name], lambda r: psi_w(r)[k - 1]) for k in (ch4.EARLY_STEP, N, drops[0])}
+    margin = per_seed(runs[name], lambda r: ch4.early_decay_margin(psi_w(r), drops[0], N), nan_if_diverged=True)
+    at = {k: per_seed(runs[name], lambda r: psi_w(r)[k - 1], nan_if_diverged=True) for k in (ch4.EARLY_STEP, N, drops[0])}
     out.check(f"fig3.7{panel}", EARLY, mean_interval(margin, threshold=0.0, side="greater"),
               detail=seeds_note([name]), quote=EARLY_QUOTE,
               ours=f"psi(5) = {mean_of(at[ch4.EARLY_STEP]):.2f}, psi(N) = {mean_of(at[N]):.2f}, "
                    f"psi before drop = {mean_of(at[drops[0]]):.2f} (seed means); margin "
                    f"{mean_interval(margin).text()}")
-    gain = ch4.per_seed(runs[name], lambda r: ch4.spike_gains(psi_w(r), drops, N).min())
+    gain = per_seed(runs[name], lambda r: ch4.spike_gains(psi_w(r), drops, N).min(), nan_if_diverged=True)
     each = np.nanmean([ch4.spike_gains(psi_w(r), drops, N) for r in runs[name]
                        if not r["diverged"]], axis=0)
     out.check(f"fig3.7{panel}", SPIKES,
@@ -547,8 +553,8 @@ for panel, name in (("A", "sgdm"), ("B", "adam")):
 
 # %% [markdown]
 # **Checks of fig 3.19.** (i) Each optimiser's ψ_N stays well above the random walk: the
-# smallest ratio ψ_N / (1/√N) after the window has filled, above 1.5 (digest §6). (ii) SGDM is
-# more directed than Adam *throughout training*: per seed, the mean ψ_N of SGDM minus Adam's in
+# smallest ratio ψ_N / (1/√N) after the window has filled, above 1.5 (our threshold). (ii) SGDM
+# is more directed than Adam *throughout training*: per seed, the mean ψ_N of SGDM minus Adam's in
 # each lr phase (before the first drop after the window has filled, between the drops, after
 # the last), and the smallest of these; > 0 means SGDM is higher in every phase. (iii) Adam
 # responds more strongly to the lr drops: per seed, Adam's mean relative spike (as in fig 3.7)
@@ -564,7 +570,7 @@ for panel, name in (("A", "sgdm"), ("B", "adam")):
     claim = f"{name.upper()}'s psi_N stays well above the random-walk baseline (> 1.5x)"
     if na_checks(f"fig3.19{panel}", [name], claim):
         continue
-    ratio = ch4.per_seed(runs[name], lambda r: ch4.min_rw_ratio(psi_w(r), N))
+    ratio = per_seed(runs[name], lambda r: ch4.min_rw_ratio(psi_w(r), N), nan_if_diverged=True)
     out.check(f"fig3.19{panel}", claim,
               mean_interval(ratio, threshold=ch4.RW_MARGIN, side="greater"),
               detail=seeds_note([name]), quote=ABOVE_RW_QUOTE,
@@ -580,7 +586,7 @@ if not na_checks("fig3.19A", RUNS, ABOVE):
     phase_gap = np.nanmean([ch4.phase_means(psi_w(a), drops, N) - ch4.phase_means(psi_w(b), drops, N)
                             for a, b in zip(runs["sgdm"], runs["adam"])
                             if not (a["diverged"] or b["diverged"])], axis=0)
-    adam_low = ch4.per_seed(runs["adam"], lambda r: np.min(psi_w(r)[N:drops[0]]))
+    adam_low = per_seed(runs["adam"], lambda r: np.min(psi_w(r)[N:drops[0]]), nan_if_diverged=True)
     out.check("fig3.19A", ABOVE, mean_interval(by_phase, threshold=0.0, side="greater"),
               detail=seeds_note(RUNS), quote=ABOVE_QUOTE, source="Adam drops to ~0.15",
               ours=f"SGDM - Adam per phase {', '.join(f'{g:+.3f}' for g in phase_gap)}; "
@@ -592,9 +598,9 @@ LARGER_QUOTE = ("Adam exhibits a sharper early drop in ψ , indicating a more qu
                 "minimum and then less coherent movement, but responds more strongly to learning "
                 "rate drops with brief spikes in efficiency.")
 if not na_checks("fig3.19B", RUNS, LARGER):
-    gain = {n: ch4.per_seed(runs[n], lambda r: ch4.spike_gains(psi_w(r), drops, N).mean())
+    gain = {n: per_seed(runs[n], lambda r: ch4.spike_gains(psi_w(r), drops, N).mean(), nan_if_diverged=True)
             for n in RUNS}
-    rise = {n: mean_of(ch4.per_seed(runs[n], lambda r: ch4.spike_rises(psi_w(r), drops, N).mean()))
+    rise = {n: mean_of(per_seed(runs[n], lambda r: ch4.spike_rises(psi_w(r), drops, N).mean(), nan_if_diverged=True))
             for n in RUNS}
     out.check("fig3.19B", LARGER,
               paired_difference(gain["adam"], gain["sgdm"], threshold=0.0, side="greater",
@@ -630,7 +636,7 @@ ax.set_title("weights of each layer, input (dark) to output (yellow)")
 out.savefig(fig, "extra_layer_psi", seeds=[0])
 LAYERS = "most weight tensors (> 50%) show the lr-drop spike too"
 if not na_checks("extra_layer_psi", ["sgdm"], LAYERS):
-    share = ch4.per_seed(runs["sgdm"], lambda r: ch4.layer_spike_share(traj(r), drops, N)[0])
+    share = per_seed(runs["sgdm"], lambda r: ch4.layer_spike_share(traj(r), drops, N)[0], nan_if_diverged=True)
     out.check("extra_layer_psi", LAYERS,
               mean_interval(share, threshold=ch4.LAYER_SHARE, side="greater"),
               detail=seeds_note(["sgdm"]),
@@ -643,12 +649,12 @@ if not na_checks("extra_layer_psi", ["sgdm"], LAYERS):
 # real $D_s$, $D_t$ by eq. 3.15 with Nelder–Mead, and finds the real $D_t$ far above the random
 # walk's: optimisation is directed. Adam is "extremely directed at the start" (its first step is
 # ≈ η·sgn(g₀)). We fit every seed's curves; the figure shows seed 0, the checks use every seed:
-# the final $D_t$ over the fitted walk's (> 2, digest §6), and ψ(20) of Adam minus SGDM's,
+# the final $D_t$ over the fitted walk's (> 2, our threshold), and ψ(20) of Adam minus SGDM's,
 # paired by seed.
 #
 # **γ is unstated** for figs 3.12 and 3.17. We use $\gamma=\sum D_t^2/(\sum D_s^2+\sum D_t^2)$,
 # which gives both terms of eq. 3.15 the same scale, "the same importance to both metrics"
-# (digest gap G5).
+# (our choice).
 
 # %%
 fits = {name: [None if r["diverged"] else ch4.fit_run(traj(r)["ds"], traj(r)["dt"], r["num_parameters"])
@@ -692,12 +698,12 @@ for panel, name in (("A", "sgdm"), ("B", "adam")):
     out.check(f"fig3.12{panel}", FAR_ABOVE, mean_interval(ratio, threshold=ch4.FAR_ABOVE, side="greater"),
               detail=seeds_note([name]), quote=FAR_QUOTE,
               ours=f"final D_t / fitted RW's: {mean_interval(ratio).text()}",
-              source="prototype (digest): 6.6 vs 2.2")
+              source="a prototype run of ours: 6.6 vs 2.2")
 MORE_DIRECTED = "Adam is more directed than SGDM at the start (psi at batch 20)"
 MORE_QUOTE = ("SGDM shows a shape more similar to the random walk, specifically, at the start, "
               "where Adam is extremely directed.")
 if not na_checks("fig3.12B", RUNS, MORE_DIRECTED):
-    start = {n: ch4.per_seed(runs[n], lambda r: traj(r)["psi"][ch4.START_STEP - 1]) for n in RUNS}
+    start = {n: per_seed(runs[n], lambda r: traj(r)["psi"][ch4.START_STEP - 1], nan_if_diverged=True) for n in RUNS}
     out.check("fig3.12B", MORE_DIRECTED,
               paired_difference(start["adam"], start["sgdm"], threshold=0.0, side="greater"),
               detail=seeds_note(RUNS), quote=MORE_QUOTE,
@@ -709,7 +715,7 @@ if not na_checks("fig3.12B", RUNS, MORE_DIRECTED):
 # ## Figs 3.17 and 3.18 · the AR(1) fit, and the shape of D_t
 #
 # The thesis fits (α, σ, d) of an AR(1) process by L-BFGS-B (free parameters and bounds unstated:
-# we use α ∈ [0, 1−10⁻⁵], σ > 0, d ≥ 0, gap G6) and finds it matches the *magnitudes* better than
+# we use α ∈ [0, 1−10⁻⁵], σ > 0, d ≥ 0) and finds it matches the *magnitudes* better than
 # the random walk (check: per seed, log of the AR objective over the RW objective < 0). Fig 3.18
 # (SGDM) fits both with γ = 0 ($D_t$ only), and the thesis reads from it that "the shape of the
 # total Euclidian distance" is "better fit by a random walk" than by the AR process of fig 3.17.
@@ -726,7 +732,7 @@ if not na_checks("fig3.12B", RUNS, MORE_DIRECTED):
 #
 # **Conclusion, corrected.** §3.2.7 ends "deep network optimisation is mean-reverting, but it is
 # directed"; its own argument (the non-mean-reverting random walk fits the shape better) implies
-# "directed, *not* mean-reverting" (digest gap G7). We report the latter.
+# "directed, *not* mean-reverting". We report the latter.
 
 # %%
 AR_BETTER = "the AR fit's objective (eq. 3.15) is lower than the random walk's"
@@ -749,7 +755,7 @@ for panel, name in (("A", "sgdm"), ("B", "adam")):
               detail=seeds_note([name]), quote=AR_QUOTE,
               ours=f"{obj['ar']:.4g} vs {obj['rw']:.4g} (seed means); log(AR / RW) "
                    f"{mean_interval(log_ratio).text()}",
-              source="prototype (digest): 928 vs 12581 for SGDM")
+              source="a prototype run of ours: 928 vs 12581 for SGDM")
 
 fig, ax = plt.subplots(figsize=(8, 4.5))
 f0 = fits["sgdm"][0]
@@ -772,18 +778,19 @@ if not na_checks("fig3.18", ["sgdm"], SHAPE):
                    f"gamma = 0 objectives (seed means): RW {obj0['rw0']:.3g}, AR {obj0['ar0']:.3g}")
 
 # %% [markdown]
-# ## Seed 003 · E13: batch size vs learning rate
+# ## Lecture notes (`[ATDL-notes]`) · E13: batch size vs learning rate
 #
-# A second source, seed 003 (lecture notes after Grosse's CSC2541, sec. 3.5 "Batch size";
-# `../shared/seeds/003_2beca643739dbeb3.txt`), tabulates small against large batches: a large
+# A second source, `[ATDL-notes]` (the lecture notes *Advanced Topics in Deep Learning*, which
+# point to Roger Grosse's CSC2541 course of 2021, `[Grosse2021]`; sec. 3.5 "Batch size"),
+# tabulates small against large batches: a large
 # batch has a less noisy gradient and needs fewer weight updates, but the benefit "plateau[s] for
-# large enough batch size (called **maximal data parallelism**)" (Shallue et al. 2018,
-# arXiv:1811.03600), and for Adam/RMSprop "larger batch sizes increase the effective learning
-# rate". The notes have no experiment; the seed's digest (experiment E13) asks for one on a
+# large enough batch size (called **maximal data parallelism**)" (citing
+# `[Shallue2019]`, arXiv:1811.03600), and for Adam/RMSprop "larger batch sizes increase the effective learning
+# rate". The notes have no experiment; ours (E13) runs one on a
 # small MLP, with this chapter's directedness ψ = D_t/D_s of every run: less gradient noise
 # should give a straighter path.
 #
-# **Setting** (`lalr_core.methods.batch_scaling`). A teacher MLP (8 inputs, 16 tanh units)
+# **Setting** (`lalr_core.methods.trajectory.batch_scaling`). A teacher MLP (8 inputs, 16 tanh units)
 # labels Gaussian inputs, plus label noise (`e13_noise`, in the targets' units); a student of the
 # same architecture (so the teacher is exactly learnable) sees a fresh batch every step. For
 # every batch size B (`e13_batches`) and SGD lr (`e13_lrs`, a factor 2 apart) we count the
@@ -794,33 +801,32 @@ if not na_checks("fig3.18", ["sgdm"], SHAPE):
 # and we record the mean over steps and coordinates of |Δθ|/η (1 at Adam's first step,
 # whatever B).
 #
-# **Checks** (the digest's: "steps ∝ 1/B at small B, then plateau; ψ rises with B"; intervals
-# over seeds). (1) The log-log slope of steps-to-target on the three smallest B lies within ±0.3
+# **Checks** (ours, reading the notes' table as: steps ∝ 1/B at small B, then a plateau; ψ rises
+# with B; intervals over seeds). (1) The log-log slope of steps-to-target on the three smallest B lies within ±0.3
 # of −1 (perfect scaling). (2) On the three largest B it is above −0.5 (doubling B saves less
 # than 30% of the steps). (3) Adam's mean |Δθ|/η is larger at the largest B than at the
 # smallest, paired by seed (the notes' footnote \*\*). (4) ψ at the target, each seed's fastest
 # run, is larger at the largest B than at the smallest, paired by seed.
 #
 # **Erratum.** The notes' next bullet, "larger batch sizes result in more gradient noise, and
-# hence smaller steps", has the noise inverted (digest): it is the *small* batch whose noisier
+# hence smaller steps", has the noise inverted (our correction): it is the *small* batch whose noisier
 # gradient inflates Adam's $\sqrt{\hat v}$ and shrinks its steps, which is what check (3) tests.
 
 # %%
 import dataclasses
 
-from lalr_core.methods import batch_scaling as bsc
+from lalr_core.core.torch_compat import torch_threads
+from lalr_core.methods.trajectory import batch_scaling as bsc
 
 T13 = time.perf_counter()
-_threads13 = torch.get_num_threads()
-torch.set_num_threads(1)   # tiny models: one thread is faster on a busy 2-core machine
 task13 = bsc.Task(noise=S.e13_noise)
 seeds13 = list(range(S.e13_seeds))
-sgd13 = bsc.sweep(task13, S.e13_batches, S.e13_lrs, seeds13, steps=S.e13_steps,
-                  target=S.e13_target)
+with torch_threads(1):   # tiny models: one thread is faster on a busy 2-core machine
+    sgd13 = bsc.sweep(task13, S.e13_batches, S.e13_lrs, seeds13, steps=S.e13_steps,
+                      target=S.e13_target)
+    adam13 = bsc.sweep(task13, S.e13_batches, [S.e13_adam_lr], seeds13,
+                       steps=S.e13_adam_steps, optimizer="adam", target=None)
 best13 = bsc.best_lr(sgd13)                      # each (batch, seed)'s fastest lr
-adam13 = bsc.sweep(task13, S.e13_batches, [S.e13_adam_lr], seeds13, steps=S.e13_adam_steps,
-                   optimizer="adam", target=None)
-torch.set_num_threads(_threads13)
 time13 = time.perf_counter() - T13
 small13, large13 = ch4.e13_fit_batches(S)
 slope_small = bsc.slopes_per_seed(best13, small13)
@@ -876,7 +882,7 @@ out.savefig(fig, "E13", params={**{k: v for k, v in S.as_dict().items() if k.sta
 plt.show()
 
 # %%
-NOTES = "seed 003 sec. 3.5 (table, footnotes * and **); digest E13"
+NOTES = "[ATDL-notes] (seed 003) sec. 3.5 (table, footnotes * and **); our reading and thresholds (E13)"
 slope_text = {f"B {list(b)}": mean_interval(x).text() for b, x in ((small13, slope_small),
                                                                   (large13, slope_large))}
 out.check("E13", f"steps-to-target ∝ 1/B at small B: log-log slope on B = {list(small13)} "
@@ -884,7 +890,7 @@ out.check("E13", f"steps-to-target ∝ 1/B at small B: log-log slope on B = {lis
           mean_interval(slope_small + 1, threshold=ch4.E13_LINEAR_TOL, side="within"),
           ours={"slopes": slope_text, "median steps": dict(zip(B13.tolist(),
                                                                np.nanmedian(steps13, 1).tolist()))},
-          source="digest E13: steps ∝ 1/B at small B, then plateau",
+          source="our reading of [ATDL-notes] sec. 3.5's table: steps ∝ 1/B at small B, then plateau",
           quote="|# weight update required| more | less |",
           detail=f"judged on slope + 1 (t over seeds); {NOTES}; each seed's fastest lr of the grid")
 out.check("E13", f"then a plateau (maximal data parallelism): slope on B = {list(large13)} "
@@ -892,7 +898,7 @@ out.check("E13", f"then a plateau (maximal data parallelism): slope on B = {list
           mean_interval(slope_large, threshold=ch4.E13_PLATEAU, side="greater"),
           ours={"slopes": slope_text, "median optimal lr": dict(zip(B13.tolist(),
                                                                     np.nanmedian(lr13, 1).tolist()))},
-          source="digest E13: steps ∝ 1/B at small B, then plateau",
+          source="our reading of [ATDL-notes] sec. 3.5's table: steps ∝ 1/B at small B, then plateau",
           quote="the benefit of larger batch size to parallelism plateau for large enough batch "
                 "size (called **maximal data parallelism**)",
           detail=f"doubling B saves < 30% of the steps; {NOTES}")
@@ -907,7 +913,7 @@ out.check("E13", f"Adam's effective step grows with B: mean |Δθ|/η at B = {B1
 out.check("E13", f"ψ rises with B: ψ at the target (fastest lr) at B = {B13[-1]} above "
           f"B = {B13[0]}", paired_difference(psi13[-1], psi13[0], side="greater"),
           ours={int(b): round(float(np.nanmedian(p)), 3) for b, p in zip(B13, psi13)},
-          source="digest E13: ψ rises with B",
+          source="our reading of [ATDL-notes] sec. 3.5's table (gradient noisy / less noisy): ψ rises with B",
           quote="|gradient| noisy | less noisy |",
           detail=f"paired by seed; ψ = D_t/D_s of the path from θ₀ to the target (eqs. 3.1-3.2); "
                  f"{NOTES}")

@@ -23,20 +23,21 @@
 # over which signals and gradients survive, the spectrum of the input–output Jacobian, and, for
 # self-attention, the collapse of all tokens to one.
 #
-# **Source.** Lecture notes on advanced deep-learning topics (seed 003,
-# `../shared/seeds/003_2beca643739dbeb3.txt`, secs. 1.2–1.4 and 4; digest
-# `spec/seed003_advanced_topics.md`, which marks the notes' errata and the results they cite:
-# Poole et al. 2016, Schoenholz et al. 2017, Pennington et al. 2017/2018, Dong et al. 2021,
-# Noci et al. 2022, Wang et al. 2020). The notes are qualitative; the numbers checked below are
-# the cited papers' and the digest's own computations, named as such. The digest's errata are
-# used corrected, not copied.
+# **Source.** `[ATDL-notes]`: *Advanced Topics in Deep Learning*, lecture notes (they name no
+# author or date and link to Roger Grosse's CSC2541 course, University of Toronto, 2021,
+# <https://www.cs.toronto.edu/~rgrosse/courses/csc2541_2021/>, `[Grosse2021]`), secs. 1.2–1.4
+# and 4, and the papers they cite: `[Poole2016]`, `[Schoenholz2017]`, `[Pennington2017]`,
+# `[Pennington2018]`, `[Dong2021]`, `[Noci2022]` and Linformer, `[Wang2020]`. Every reference
+# with its link: `REFERENCES.md`. The notes are qualitative; the numbers checked below are the
+# cited papers' or our own computations, named as such, and the thresholds are ours. The notes'
+# errata are used corrected, not copied, each named where it matters.
 #
-# **Setting.** No training through the shared loop: `lalr_core.methods.nngp` (the q-map, c-map
+# **Setting.** No training through the shared loop: `lalr_core.methods.signal.nngp` (the q-map, c-map
 # and χ₁ by Gauss–Hermite quadrature or closed forms), `mean_field` (the phase diagram, depth
 # scales, gradient scaling, Jacobian moments), `random_nets` (random deep networks at
 # initialisation, batched over seeds), `trainability` (a grid of short runs) and `rank_collapse`
 # (self-attention stacks, Linformer). tanh at σ_b² = 0.05 is the running example (critical
-# σ_w² = 1.76). `quick` and `paper` use the digest's sizes; `paper` adds seeds, depths and a finer
+# σ_w² = 1.76). `quick` and `paper` use our planned sizes (the notes give none); `paper` adds seeds, depths and a finer
 # trainability grid.
 
 # %% tags=["parameters"]
@@ -54,12 +55,13 @@ import torch
 
 from lalr_core.chapters import ch07_signal_propagation as ch
 from lalr_core.core.data import load_data
-from lalr_core.core.figures import FigureWriter, set_style
-from lalr_core.methods import mean_field as mf
-from lalr_core.methods import nngp
-from lalr_core.methods import random_nets as rn
-from lalr_core.methods import rank_collapse as rc
-from lalr_core.methods import trainability as tr
+from lalr_core.core.results.writer import FigureWriter
+from lalr_core.core.results.style import set_style
+from lalr_core.methods.signal import mean_field as mf
+from lalr_core.methods.signal import nngp
+from lalr_core.methods.signal import random_nets as rn
+from lalr_core.methods.signal import linformer, rank_collapse
+from lalr_core.methods.signal import trainability as tr
 
 S = ch.CHAPTER.settings(profile, overrides)   # validated before any compute
 out = FigureWriter("07_signal_propagation", profile, "07_signal_propagation.ipynb")
@@ -77,9 +79,10 @@ pd.Series(S.as_dict(), dtype=object).to_frame("setting")
 # ## E1 · the phase diagram: χ₁ over (σ_w², σ_b²), the critical line
 #
 # χ₁ = σ_w² ∫Dz φ′(√q* z)² at the length fixed point q* (the notes' A1 stops before this closed
-# form and its partial derivative lacks √q₂₂ and the 1/q* normalisation: digest erratum). *Checks
-# (digest E1):* the critical σ_w² at σ_b² = 0.05 is 1.76 ± 0.01 and at σ_b² = 0 it is 1; the
-# digest's table of the critical line (to its printed precision); at the three running settings
+# form and its partial derivative lacks √q₂₂ and the 1/q* normalisation: an erratum in the notes).
+# *Checks (E1):* the critical σ_w² at σ_b² = 0.05 is 1.76 ± 0.01 (the value `[Schoenholz2017]`
+# use; the tolerance is ours) and at σ_b² = 0 it is 1; our reference table of the critical line,
+# computed independently while planning by 101-node quadrature (to its printed precision); at the three running settings
 # the q* of a random width-`e1_width` net (after the transient) is within 5 % of the theory.
 
 # %%
@@ -93,7 +96,7 @@ cstar = np.full_like(grid.chi1, np.nan)
 cstar[chaotic] = mf.c_star("tanh", W2[chaotic], B2[chaotic], q_star=grid.q_star[chaotic],
                            nodes=S.quad_nodes)
 TABLE_B = (0.0, 0.01, 0.05, 0.1, 0.5, 1.0, 2.0)
-TABLE_W = (1.00, 1.424, 1.761, 1.986, 2.843, 3.443, 4.261)   # digest sec. 1.2 [check]
+TABLE_W = (1.00, 1.424, 1.761, 1.986, 2.843, 3.443, 4.261)   # our reference values (not in the notes)
 crit = [mf.critical_sigma_w2("tanh", b, nodes=S.quad_nodes) for b in TABLE_B]
 fig, (a, b) = plt.subplots(1, 2, figsize=(13, 4.6))
 im = a.pcolormesh(sw, sb, grid.chi1.T, cmap="coolwarm", vmin=0, vmax=2, shading="auto")
@@ -120,7 +123,7 @@ out.check("E1", "critical σ_w² = 1.76 ± 0.01 at σ_b² = 0.05 and 1 at σ_b²
           bool(abs(crit[2] - 1.76) <= 0.01 and abs(crit[0] - 1.0) < 1e-6),
           ours={"σ_b²=0.05": round(crit[2], 4), "σ_b²=0": round(crit[0], 6)},
           source="1.76 (Schoenholz et al.); 1 at σ_b² = 0", quote=QUOTE_PHASES)
-out.check("E1", "the critical line matches the digest's table to its printed precision",
+out.check("E1", "the critical line matches the reference values we tabulated (101-node Gauss–Hermite) to their printed precision",
           bool(np.all(np.abs(np.array(crit) - TABLE_W) <= 0.0015)),
           ours=dict(zip(map(str, TABLE_B), np.round(crit, 4).tolist())),
           source=dict(zip(map(str, TABLE_B), TABLE_W)))
@@ -128,14 +131,14 @@ out.check("E1", f"a width-{S.e1_width} random tanh net settles at the theory's q
           all(abs(e / t - 1) < 0.05 for e, t in emp.values()),
           ours={k: f"{e:.4f} vs {t:.4f}" for k, (e, t) in emp.items()},
           detail="mean of q^l over the second half of the layers, 2 nets, 4 inputs")
-pd.DataFrame({"σ_b²": TABLE_B, "critical σ_w² (ours)": crit, "digest": TABLE_W})
+pd.DataFrame({"σ_b²": TABLE_B, "critical σ_w² (ours)": crit, "reference (we tabulated, 101-node Gauss–Hermite)": TABLE_W})
 
 # %% [markdown]
 # ## E2 · q- and c-map iterations against random networks (self-averaging)
 #
 # Cobwebs of the length map q^{l+1} = σ_w² ∫Dz φ(√q^l z)² + σ_b² and of the correlation map for
 # the ordered, critical and chaotic settings, with q^l and c^l measured in `e2_seeds` random nets
-# of width `e2_width` and depth `e2_depth`. *Check (digest E2):* the empirical q^l is within 5 %
+# of width `e2_width` and depth `e2_depth`. *Check (E2):* the empirical q^l is within 5 %
 # of the iterated map at every layer and c^l within 0.05, for all three settings.
 
 # %%
@@ -179,12 +182,13 @@ out.check("E2", "random nets follow the q- and c-map: q^l within 5 %, c^l within
 # ## E3 · depth scales ξ_q, ξ_c and trainability
 #
 # |q^l − q*| ~ e^{−l/ξ_q} and |c^l − c*| ~ e^{−l/ξ_c}; ξ_c = −1/log χ_c with χ_c the c-map's
-# slope at c* (= χ₁ in the ordered phase; the notes' −log χ₁ holds only there: digest erratum).
-# Schoenholz et al. (cited, not in the notes): a network trains up to depth ≈ 6ξ_c. Ours: the
-# theory curves at σ_b² = 0.05, the digest's table, and a trainability grid: a tanh net of width
+# slope at c* (= χ₁ in the ordered phase; the notes' −log χ₁ holds only there: an erratum in the
+# notes). `[Schoenholz2017]` (cited, not in the notes): a network trains up to depth ≈ 6ξ_c. Ours:
+# the theory curves at σ_b² = 0.05, our reference table (q*, χ₁, c*, ξ_c, ξ_q at five σ_w²,
+# computed independently while planning), and a trainability grid: a tanh net of width
 # `e3_width` and each depth at each σ_w², trained `e3_steps` SGD steps on the digits (8×8, 1347
-# training images), its training accuracy after them. *Checks (digest E3):* ξ_c peaks at the
-# critical σ_w² (within the grid step); the digest's table to its precision; the cells within
+# training images), its training accuracy after them. *Checks (E3):* ξ_c peaks at the
+# critical σ_w² (within the grid step); that table to its precision; the cells within
 # 6ξ_c train better on average than those beyond.
 
 # %%
@@ -231,7 +235,7 @@ out.check("E3", "ξ_c peaks at the critical σ_w² (1.76)", abs(peak - 1.761) <=
 ok3 = all(abs(ours3[s2].q_star - t[0]) < 0.0015 and abs(ours3[s2].chi1 - t[1]) < 0.0015
           and abs(ours3[s2].c_star - t[2]) < 0.0015 and abs(ours3[s2].xi_c - t[3]) < 0.15
           and abs(ours3[s2].xi_q - t[4]) < 0.015 for s2, t in TAB3.items())
-out.check("E3", "q*, χ₁, c*, ξ_c, ξ_q match the digest's table (σ_b² = 0.05) to its precision", ok3,
+out.check("E3", "q*, χ₁, c*, ξ_c, ξ_q match the reference values we tabulated while planning (σ_b² = 0.05) to their precision", ok3,
           ours={s2: [round(float(v), 3) for v in (d.q_star, d.chi1, d.c_star, d.xi_c, d.xi_q)]
                 for s2, d in ours3.items()}, source={s2: list(t) for s2, t in TAB3.items()})
 out.check("E3", "cells within 6ξ_c train better than those beyond (mean training accuracy)",
@@ -239,7 +243,7 @@ out.check("E3", "cells within 6ξ_c train better than those beyond (mean trainin
           else None,
           ours={"within": round(float(np.nanmean(acc[inside])), 3) if inside.any() else None,
                 "beyond": round(float(np.nanmean(acc[~inside])), 3) if (~inside).any() else None},
-          detail="Schoenholz et al.'s claim (cited by the digest); short runs: where training "
+          detail="[Schoenholz2017]'s claim (not in the notes); short runs: where training "
                  "starts quickly, not final trainability" if inside.any() and (~inside).any()
           else "every cell lies on one side of 6ξ_c at this profile")
 pd.DataFrame(acc, index=pd.Index(S.e3_depths, name="depth"),
@@ -251,7 +255,7 @@ pd.DataFrame(acc, index=pd.Index(S.e3_depths, name="depth"),
 # Backward, q̃^l = q̃^{l+1} χ₁ (equal widths), so E‖∂L/∂W^l‖² ∝ χ₁^{L−l}: vanishing towards the
 # input in the ordered phase, exploding in the chaotic phase, balanced on the critical line.
 # Ours: a random linear readout with squared loss on depth `e4_depth`, width `e4_width`
-# (`random_nets.gradient_norms`). *Check (digest E4):* the fitted slope of log‖∂L/∂W^l‖² over l
+# (`random_nets.gradient_norms`). *Check (E4):* the fitted slope of log‖∂L/∂W^l‖² over l
 # (inner layers) is within 10 % of −log χ₁ ordered and chaotic, and |slope| < 0.01 critical.
 
 # %%
@@ -288,7 +292,7 @@ out.check("E4", "log-gradient slope per layer = −log χ₁ (10 %); flat on the
 #
 # h⁰(θ) = √(N q*)(u₀ cos θ + u₁ sin θ) over `e5_points` angles, through nets of width `e5_width`
 # and depth `e5_depth`; its length per layer. Ordered: the curve shrinks to a point; chaotic: it
-# grows like χ₁^{l/2} (cited, Poole et al.). *Check (digest E5):* the chaotic log-length slope is
+# grows like χ₁^{l/2} (cited, `[Poole2016]`). *Check (E5):* the chaotic log-length slope is
 # within 15 % of ½ log χ₁; the ordered curve ends shorter than it started.
 
 # %%
@@ -327,12 +331,13 @@ out.check("E5", "chaotic: curve length grows like χ₁^{l/2} (slope within 15 %
 # ## E6 · the input–output Jacobian's spectrum, Gaussian vs orthogonal weights
 #
 # At χ₁ = 1 the squared singular values λ of J = ∏ D^l W^l have mean 1 and variance
-# L(μ₂/μ₁² − 1 − s₁), s₁ = −1 Gaussian, 0 orthogonal (Pennington et al., cited; the notes call the
-# mean "the second moment of the squared singular value distribution": digest erratum). Depth
-# `e6_depth`, width `e6_width`, `e6_draws` draws. *Checks (digest E6):* orthogonal linear nets are
+# L(μ₂/μ₁² − 1 − s₁), s₁ = −1 Gaussian, 0 orthogonal (`[Pennington2017]`, `[Pennington2018]`, cited; the
+# notes call the mean "the second moment of the squared singular value distribution": an erratum
+# in the notes). Depth
+# `e6_depth`, width `e6_width`, `e6_draws` draws. *Checks (E6):* orthogonal linear nets are
 # exact isometries (variance < 1e-8); the orthogonal tanh net near q* → 0 has a variance below a
 # tenth of the Gaussian one and within 50 % of the theory; at criticality the mean λ lies in
-# [0.7, 1.3] (digest: 0.86–1.08).
+# [0.7, 1.3].
 
 # %%
 t6 = time.perf_counter()
@@ -374,14 +379,14 @@ out.check("E6", "orthogonal tanh near q* → 0: var λ below a tenth of the Gaus
           ours={"orthogonal": round(float(v[(small, "orthogonal")]), 4),
                 "gaussian": round(float(v[(small, "gaussian")]), 2),
                 "theory (orthogonal)": round(float(th_v[(small, "orthogonal")]), 4)},
-          source="0.13 vs 34 measured, theory 0.15 (digest; its formula gives 0.136)",
+          source="a prototype run of ours: 0.13 vs 34; theory 0.136 by the variance formula above ([Pennington2017], [Pennington2018]; 0.15 in our planning notes)",
           quote="showed that orthogonal weight initialization is preferred as it produces a more "
                 "stable Jacobian spectrum")
 crit_rows = T6[T6.case != "ReLU, σ_w²=2"]
 out.check("E6", "at criticality the mean squared singular value lies in [0.7, 1.3]",
           bool(crit_rows["mean λ"].between(0.7, 1.3).all()),
           ours=dict(zip(crit_rows.case + " / " + crit_rows.init, crit_rows["mean λ"].round(3))),
-          source="0.86–1.08 (digest's runs)")
+          source="0.86–1.08 (a prototype run of ours)")
 T6.round(4)
 
 # %% [markdown]
@@ -390,21 +395,22 @@ T6.round(4)
 # res(X) = X − 1x̄ᵀ; its relative size ‖res‖/‖X‖ through random self-attention layers
 # (`e7_tokens` tokens, width `e7_dim`, `e7_heads` heads, `e7_seeds` seeds): pure attention, with
 # an MLP, with layer norm, with skip connections, skip + MLP, and skip with the 1/√L branch
-# scaling (Noci et al.; the notes write 1/√l per layer in the text, 1/√L in the formula; we follow
-# the formula). *Checks (digest E7 and sec. 4.1):* pure attention falls below 1e-6 by layer 3
-# (float64); skip with 1/√L keeps ≈ 0.97 (≥ 0.9 at every layer); layer norm does not prevent the
-# collapse (below 1e-3 by the last layer); the doubly exponential rate: the digest states the
-# slope of log(−log res) over l ≈ log 3 (checked within ±0.3 as written), and the theory's local
+# scaling (`[Noci2022]`; the notes write 1/√l per layer in the text, 1/√L in the formula; we follow
+# the formula). *Checks (E7; the claims of the notes' sec. 4.1, our thresholds):* pure attention falls
+# below 1e-6 by layer 3 (float64); skip with 1/√L keeps it ≥ 0.9 at every layer; layer norm does
+# not prevent the collapse (below 1e-3 by the last layer); the doubly exponential rate: the cubic
+# bound of `[Dong2021]` gives a slope of log(−log res) over l ≈ log 3 (checked within ±0.3), and
+# the theory's local
 # statement, res(SA(X)) = O(res³), is the exponent of log res_{l+1} on log res_l ≈ 3 (± 0.5).
 
 # %%
 t7 = time.perf_counter()
-curves = rc.collapse_curves(n=S.e7_tokens, d=S.e7_dim, heads=S.e7_heads, depth=S.e7_depth,
+curves = rank_collapse.collapse_curves(n=S.e7_tokens, d=S.e7_dim, heads=S.e7_heads, depth=S.e7_depth,
                             seeds=S.e7_seeds)
 # fit window res in [1e-12, 0.9]: float64's floor below; the default ceiling 0.5 left only two
 # layers of the pure stack at temperature 1, so the first quick run had no exponent at all
 # (NaN); the ceiling was raised after that run, the thresholds were not changed
-fit = rc.doubly_exponential_fit(curves["pure"].geomean, ceiling=0.9)
+fit = rank_collapse.doubly_exponential_fit(curves["pure"].geomean, ceiling=0.9)
 fig, (a, b) = plt.subplots(1, 2, figsize=(13, 4.5))
 for name, trace in curves.items():
     a.semilogy(np.arange(S.e7_depth + 1), np.maximum(trace.geomean, 1e-17), label=name)
@@ -424,17 +430,17 @@ QUOTE_DONG = ("The first paper to this phenomenon [ref](https://proceedings.mlr.
               "dong21a.pdf) pointed out a doubly exponential convergence with depth $L$ of the "
               "embedding matrix to a rank-1 matrix.")
 out.check("E7", "pure attention: res below 1e-6 by layer 3", bool(g["pure"][3] < 1e-6),
-          ours=float(g["pure"][3]), source="< 1e-6 by layer 3 (digest sec. 4.1 table)", quote=QUOTE_DONG)
+          ours=float(g["pure"][3]), source="< 1e-6 by layer 3: our threshold for the doubly exponential collapse ([ATDL-notes] sec. 4.1, [Dong2021])", quote=QUOTE_DONG)
 out.check("E7", "skip with 1/√L branch scaling keeps res ≈ 0.97 (≥ 0.9 at every layer)",
           bool(np.all(g["skip_scaled"] >= 0.9)), ours=round(float(g["skip_scaled"][-1]), 4),
-          source="≈ 0.97 (digest)",
+          source="≈ 0.97 (a prototype run of ours)",
           quote="Skip (or residual) connection (with depth-dependent scaling) is shown to help "
                 "approximately preserve the cosine similarity of the tokens")
 out.check("E7", "layer norm does not prevent the collapse (res < 1e-3 at the last layer)",
           bool(g["ln"][-1] < 1e-3), ours=float(g["ln"][-1]),
           quote="Layer norm is shown [ref](https://proceedings.mlr.press/v139/dong21a/dong21a.pdf) to "
                 "not useful in avoiding rank collapsing.")
-out.check("E7", "slope of log(−log res) over layers ≈ log 3 (± 0.3), as the digest states",
+out.check("E7", "slope of log(−log res) over layers ≈ log 3 (± 0.3), as [Dong2021]'s cubic bound implies",
           bool(abs(fit.slope - np.log(3)) <= 0.3), ours=round(float(fit.slope), 3), source=round(np.log(3), 3),
           detail=f"fitted on layers {list(fit.layers)} before float64's floor; log 3 is a limit",
           quote=QUOTE_DONG)
@@ -450,14 +456,14 @@ pd.DataFrame({k: v[LAYERS7] for k, v in g.items()}, index=LAYERS7).transpose()
 # softmax(Q(EK)ᵀ/√d)(FV) with k-row projections E, F (block mean pooling here; random Gaussian
 # projections at initialisation do not approximate attention at all, see the module), against
 # exact attention on `e8_tokens` tokens at several logit temperatures; wall time against n.
-# *Checks (digest E8):* at temperature 1 the relative error falls as k grows; Linformer's time
+# *Checks (E8):* at temperature 1 the relative error falls as k grows; Linformer's time
 # grows more slowly with n than exact attention's (per doubling of n).
 
 # %%
 t8 = time.perf_counter()
-lf = rc.linformer_errors(n=S.e8_tokens, ks=S.e8_ks, seeds=S.e8_seeds)
+lf = linformer.linformer_errors(n=S.e8_tokens, ks=S.e8_ks, seeds=S.e8_seeds)
 ns = (256, 512, 1024, 2048) if profile != "smoke" else (128, 256)
-timing = rc.attention_timing(ns, k=64 if profile != "smoke" else 16)
+timing = linformer.attention_timing(ns, k=64 if profile != "smoke" else 16)
 fig, (a, b) = plt.subplots(1, 2, figsize=(13, 4.3))
 for i, temp in enumerate(lf.temperatures):
     a.plot(lf.ks, lf.linformer[i], "o-", label=f"τ = {temp:g}")
@@ -485,10 +491,10 @@ out.check("E8", "Linformer's time grows more slowly with n than exact attention'
 # %% [markdown]
 # ## Not in this notebook
 #
-# E17 (internal covariate shift with and without batch norm) is dropped, as the digest suggests:
-# the notes only cite Santurkar et al.'s challenge to it. The decision-boundary curvature claim
-# of sec. 1.3 (a subset of principal curvatures grows exponentially) is not measured. Seed 003's
-# other experiments have their homes elsewhere: E9–E12 and E15 in chapter 05, E13 in chapter
+# E17 (internal covariate shift with and without batch norm) is not run: the notes only cite
+# Santurkar et al.'s challenge to it. The decision-boundary curvature claim
+# of sec. 1.3 (a subset of principal curvatures grows exponentially) is not measured. Our other
+# experiments on these notes have their homes elsewhere: E9–E12 and E15 in chapter 05, E13 in chapter
 # 04, E14 in chapter 01, E16 in chapter 03.
 
 # %%

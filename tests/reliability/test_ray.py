@@ -17,9 +17,9 @@ import pytest
 
 ray = pytest.importorskip("ray", reason="the distributed extra: pip install -e .[distributed]")
 
-from lalr_core.core.config import RunConfig  # noqa: E402
+from lalr_core.core.loop.config import RunConfig  # noqa: E402
 from lalr_core.core.runs import RunCache, sweep, task_resources  # noqa: E402
-from lalr_core.core.units import train_runs  # noqa: E402
+from lalr_core.core.runs.units import train_runs  # noqa: E402
 
 HERE = pathlib.Path(__file__).resolve().parent
 

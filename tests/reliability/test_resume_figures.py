@@ -1,4 +1,4 @@
-"""A whole ``make figures`` killed mid-sweep and run again (issue 17).
+"""A whole ``make figures`` killed mid-sweep and run again.
 
 The driver (its papermill kernel and any worker processes with it, one process group) is
 SIGKILLed while a chapter's training sweep is running, once some runs have finished; then it

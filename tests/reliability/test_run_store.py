@@ -1,4 +1,4 @@
-"""Reliability of the run store (issue 10, items 1-3 and 7): orphaned sweep workers, checksummed
+"""Reliability of the run store: orphaned sweep workers, checksummed
 checkpoints, one computation per unit across processes, and the cache's leftovers.
 
 Oracles: pids read from /proc, a counter file every real computation appends a line to
@@ -168,7 +168,7 @@ class _Epochs:
 
 
 def _tiny_cfg():
-    from lalr_core.core.config import RunConfig  # lazy: subprocesses import this module
+    from lalr_core.core.loop.config import RunConfig  # lazy: subprocesses import this module
 
     return RunConfig(dataset="fashion_mnist", synthetic=True, n_train=64, n_val=16, n_test=16,
                      model="mlp", batch_size=16, epochs=4, device="cpu", eval_batch_size=32)
@@ -179,7 +179,7 @@ def test_damaged_checkpoint_is_discarded_and_the_run_restarts(tmp_path, damage):
     import pandas as pd
     import torch
 
-    from lalr_core.core.train import train
+    from lalr_core.core.loop.train import train
 
     cfg = _tiny_cfg()
     fresh = train(cfg, progress=False)
@@ -210,7 +210,7 @@ def test_checkpoint_round_trip_and_resume_unchanged(tmp_path):
     """An intact checkpoint still resumes (no warning), and the file is a plain torch file."""
     import torch
 
-    from lalr_core.core.train import train
+    from lalr_core.core.loop.train import train
 
     cfg = _tiny_cfg()
     with pytest.raises(_Stop):

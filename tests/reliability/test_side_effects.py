@@ -42,7 +42,7 @@ def test_driver_data_step_is_the_one_that_may_run_apt_get(monkeypatch):
 
 @pytest.mark.parametrize("workers", [0, -1, 1.5, True, "2"])
 def test_train_runs_rejects_bad_workers(workers):
-    from lalr_core.core.config import RunConfig
-    from lalr_core.core.units import train_runs
+    from lalr_core.core.loop.config import RunConfig
+    from lalr_core.core.runs.units import train_runs
     with pytest.raises(ValueError, match="workers"):
         train_runs([RunConfig(synthetic=True, epochs=1)], workers=workers)

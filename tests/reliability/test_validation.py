@@ -1,4 +1,4 @@
-"""Reliability (issue 10, items 4 and 5): bad input stops before any compute, naming the
+"""Reliability: bad input stops before any compute, naming the
 setting; a diverged run reports NaN, not numbers read off NaN logits, and its chapter finishes.
 
 Oracles: the error messages (each names the setting or option), the defaults of ``RunConfig``'s
@@ -22,10 +22,10 @@ import torch
 
 from lalr_core import driver
 from lalr_core.chapters import chapter_settings
-from lalr_core.core import train as train_module
-from lalr_core.core.config import RunConfig
+from lalr_core.core.loop import train as train_module
+from lalr_core.core.loop.config import RunConfig
 from lalr_core.core.runs import param_hash
-from lalr_core.core.train import train
+from lalr_core.core.loop.train import train
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 TINY = {"dataset": "fashion_mnist", "synthetic": True, "n_train": 64, "n_val": 16, "n_test": 16,

@@ -90,7 +90,7 @@ from lalr_core.chapters.ch01_lalr.verdicts import (
     verdict_table,
     versus_best_other,
 )
-from lalr_core.core.chapter import Chapter
+from lalr_core.core.runs.chapter import Chapter
 
 CHAPTER = Chapter(id="01", title="LALR: layer-adaptive learning rates, tested claim by claim",
                   profiles=PROFILES, sections=section_runs, run_cost=run_cost)

@@ -1,7 +1,6 @@
 """LARS and LAMB from ``pytorch_optimizer``, registered as optimisers of the shared loop.
 
-Chapter 01's layer-wise baselines (issue 13: "LARS and LAMB from a well-kept package ...
-rather than written by hand"). The source cites both (§1.0, refs [11], [12]) as the layer-wise
+Chapter 01's layer-wise baselines, taken from a well-kept package rather than written by hand. The source cites both (§1.0, refs [11], [12]) as the layer-wise
 methods LALR differs from. Names: ``"lars_po"`` (``"lars"`` is chapter 06's Barlow-Twins LARS,
 `lalr_core.methods.orthogonal`) and ``"lamb"``.
 
@@ -29,7 +28,7 @@ from __future__ import annotations
 import pytorch_optimizer
 import torch
 
-from lalr_core.core.config import OPTIMIZERS, RunConfig
+from lalr_core.core.loop.config import OPTIMIZERS, RunConfig
 
 LARS_ETA = 1e-3   # LARS's trust coefficient (You et al. 2017; pytorch_optimizer's default)
 

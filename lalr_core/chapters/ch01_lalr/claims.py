@@ -1,8 +1,8 @@
-"""The source's testable claims L-C1 .. L-C30 (digest II.3): what each says, where, which
+"""The source's testable claims L-C1 .. L-C30 (our numbering): what each says, where, which
 experiment tests it, and the source's own sentence (verbatim, for ``out.check(quote=...)``).
 
-The source (seed 000) has no experiments, figures or tables, so the chapter's report items are
-these claims. ``experiments`` name the digest's reduced experiments (II.6).
+The source (seed 000, ``[LALR]`` in REFERENCES.md) has no experiments, figures or tables, so the
+chapter's report items are these claims. ``experiments`` name our experiments X-L1 .. X-L17.
 """
 
 from __future__ import annotations
@@ -136,4 +136,5 @@ CLAIMS: dict[str, Claim] = {c.id: c for c in _C}
 # Why L-C30 cannot be tested (the verdict table's N/A reason).
 UNTESTABLE = ("not testable as stated: K, the mutual information I(L_i; L_j) between 'affected "
               "layers' and J as a function of the metrics are undefined, and Sperner's lemma and "
-              "'supermodular, hence monotone' are non sequiturs (digest II.3, II.4 item 18)")
+              "'supermodular, hence monotone' are non sequiturs (issue 18 in chapter 01's list of the "
+              "source's issues)")

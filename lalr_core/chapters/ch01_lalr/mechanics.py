@@ -9,7 +9,7 @@ App. A's misaligned per-parameter zip).
   ``lr_{l,e} = lr_{per-batch,l,e} x scale_{layer-wise,l,e}``; the moments persist).
 * `normaliser_cases`: two identical layers and a single layer, where max = min and the
   source's min-max divides 0 by 0 (bug 7); the guarded normaliser gives 0.5.
-* `misalignment_summary`: `lalr_core.methods.lalr.aw_misalignment` counted (bug 3).
+* `misalignment_summary`: `lalr_core.methods.layer_lr.lalr.aw_misalignment` counted (bug 3).
 * `metrics_read_weights_only`: L-C6 on a real model: LALR's per-epoch computation with every
   gradient set to NaN, under grad mode, builds no autograd node and leaves the gradients as
   they were (so it neither needs nor computes a gradient).
@@ -24,9 +24,9 @@ import pandas as pd
 import torch
 from torch import nn
 
-from lalr_core.core.config import RunConfig
-from lalr_core.core.train import train
-from lalr_core.methods.lalr import (
+from lalr_core.core.loop.config import RunConfig
+from lalr_core.core.loop.train import train
+from lalr_core.methods.layer_lr.lalr import (
     LALRScaler,
     aw_misalignment,
     layer_matrices,

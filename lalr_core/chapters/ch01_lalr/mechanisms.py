@@ -1,18 +1,18 @@
 """Chapter 01's mechanism claims, from the per-layer diagnostics of its runs: one number per
 run (or per seed), then the interval a verdict rests on.
 
-Experiments (digest II.6) and what they read:
+Experiments (ours) and what they read:
 
 * X-L6 (L-C9, L-C26, L-C29): the full train loss ``J`` after every epoch
   (``layer_diagnostics`` ``"epochs"``) of U and of the phase-order runs of X-L5, which all
   start from the same pretrained state with the same head and data order (one seed);
 * X-L7 (L-C10, L-C11, L-C12, L-C28), X-L11 (L-C21), X-L13 (L-C23): the per-layer weight
-  statistics (``"layers"``) joined with LALR's table (`lalr_core.methods.lalr.analysis`);
+  statistics (``"layers"``) joined with LALR's table (`lalr_core.methods.layer_lr.lalr.analysis`);
 * X-L10 (L-C19, L-C20, L-C25): the ridge probes of the deeper TinyTF (``"probes"``);
 * X-L14 (L-C24): final validation accuracy of the perturbed starts.
 
 Losses are in nats, accuracies in percentage points. Every function takes run results (the
-dicts `lalr_core.core.units.train_runs` returns) and returns numbers or `Evidence`.
+dicts `lalr_core.core.runs.units.train_runs` returns) and returns numbers or `Evidence`.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from lalr_core.chapters.ch01_lalr.verdicts import curve, final
-from lalr_core.methods.lalr.analysis import (
+from lalr_core.methods.layer_lr.lalr.analysis import (
     loss_decreases,
     mean_changes,
     ratio_of_ratios,
@@ -78,7 +78,7 @@ def one_epoch_gains(runs: Mapping[str, Sequence[Mapping]]) -> pd.DataFrame:
 def interaction_margins(gains: pd.DataFrame, adjusted: bool = True) -> pd.DataFrame:
     """Per seed, left minus right of each B.3.2.4 inequality and of the sum inequality;
     ``adjusted``: minus the same difference of the uniform control (diminishing returns
-    shrink a later epoch's decrease in any run; the digest's "relative to the uniform
+    shrink a later epoch's decrease in any run; hence "relative to the uniform
     control")."""
     out = {}
     for name, (left, right, u_left, u_right) in INEQUALITIES.items():
@@ -148,7 +148,7 @@ def early_amplification(rec_runs: Sequence[Mapping], u_runs: Sequence[Mapping],
 # ----------------------------------------------------------------------------- X-L10
 def block_probes(res: Mapping) -> pd.DataFrame:
     """Per epoch: ``gap`` (max - min probe accuracy over the blocks, points >= 1),
-    ``worst`` (their min), ``gap_all`` (the digest's G, with point 0, the embedding, whose
+    ``worst`` (their min), ``gap_all`` (the gap G with point 0, the embedding, whose
     [CLS] state is the same for every sequence)."""
     p = diagnostics(res, "probes")
     blocks = p[p["point"] >= 1].groupby("epoch")["acc"]

@@ -1,7 +1,7 @@
 """Chapter 01's runs: every fine-tuning as a labelled run (setting, arm, task, seed), the
 sections they form, the callbacks each carries, and the second stage (U-match).
 
-Settings of a run (digest II.6, protocol P-LALR):
+Settings of a run (our protocol P-LALR):
 
 * ``"main"``: ``n_train`` examples, ``epochs`` epochs (X-L2, X-L3, X-L5, X-L12, X-L15 i/iii,
   X-L16, X-L17);
@@ -11,15 +11,15 @@ Settings of a run (digest II.6, protocol P-LALR):
 * ``"probe"``: SENT from the deeper TinyTF's own pretraining (``probe_blocks`` blocks), with
   ridge probes of the [CLS] state after every block (X-L10);
 * ``"perturb"``: SENT from a perturbed pretrained start, ``arm`` ``"U/noise"`` etc. (X-L14);
-* ``"vision"``: the image transfer setting (`lalr_core.methods.transfer`), its own task;
+* ``"vision"``: the image transfer setting (`lalr_core.methods.pretrained.vision`), its own task;
 * ``"nlp"``: the source's setting, a Hugging Face encoder (``nlp_model``) fine-tuned on GLUE
-  SST-2 and CoLA (`lalr_core.core.text.hf`, the optional ``nlp`` extra), if ``nlp_model``.
+  SST-2 and CoLA (`lalr_core.methods.pretrained.text.hf`, the optional ``nlp`` extra), if ``nlp_model``.
 
 The main-setting runs of U and of the six phase orders (LALR-REC among them) carry the
-per-layer diagnostics (`lalr_core.methods.lalr.diagnostics`: X-L6, X-L7, X-L11, X-L13).
+per-layer diagnostics (`lalr_core.methods.layer_lr.lalr.diagnostics`: X-L6, X-L7, X-L11, X-L13).
 
-Arms (``ARMS``): ``U`` (AdamW at ``base_lr``), ``LALR-REC`` (the digest's executable
-specification, II.5 defaults), ``LALR-AW`` (App. A as written, `LALR.as_written`), ``LARS``,
+Arms (``ARMS``): ``U`` (AdamW at ``base_lr``), ``LALR-REC`` (our executable
+specification, `LALR`'s defaults), ``LALR-AW`` (App. A as written, `LALR.as_written`), ``LARS``,
 ``LAMB`` (`baselines`), ``TempBalance`` (chapter 02's method at ``base_lr``), the X-L5 phase
 schedules (``"svd>ce>cs"`` is LALR-REC itself, the same cached run), and the X-L16 / X-L17
 variants (metrics once, the text's CS direction, App. A's per-parameter grouping alone).
@@ -42,14 +42,15 @@ import numpy as np
 import pandas as pd
 
 from lalr_core.chapters.ch01_lalr.settings import Settings
-from lalr_core.core.chapter import Sections
-from lalr_core.core.config import RunConfig
-from lalr_core.core.text import tasks as text
-from lalr_core.core.text.hf import HFSequenceClassificationTask
-from lalr_core.methods import transfer
-from lalr_core.methods.lalr import LALR
-from lalr_core.methods.perturb import PERTURBATIONS
-from lalr_core.methods.tempbalance_callback import TempBalance
+from lalr_core.core.runs.chapter import Sections
+from lalr_core.core.loop.config import RunConfig
+from lalr_core.methods.pretrained.text import tasks as text
+from lalr_core.methods.pretrained.text.hf import HFSequenceClassificationTask
+from lalr_core.chapters.ch01_lalr import transfer
+from lalr_core.methods.pretrained import vision
+from lalr_core.methods.layer_lr.lalr import LALR
+from lalr_core.methods.pretrained.perturb import PERTURBATIONS
+from lalr_core.methods.layer_lr.tempbalance.callback import TempBalance
 
 U, UMATCH, REC, AW = "U", "U-match", "LALR-REC", "LALR-AW"
 VISION = "vision"   # the vision setting's task label
@@ -95,7 +96,7 @@ def pretraining(s: Settings, n_blocks: int | None = None) -> RunConfig:
 def vision_pretraining(s: Settings) -> RunConfig | str:
     """The vision setting's pretraining run, or ``"imagenet"`` (torchvision's weights)."""
     if s.vision_pretrain == "imagenet":
-        return transfer.IMAGENET
+        return vision.IMAGENET
     if s.vision_pretrain == "fashion_mnist":
         return transfer.pretraining_config(
             "fashion_mnist", transfer.FMNIST_SPLIT[0], model=s.vision_model,
@@ -110,7 +111,7 @@ def vision_pretraining(s: Settings) -> RunConfig | str:
 
 def pretrainings(s: Settings) -> list[RunConfig]:
     """Every pretraining the chapter's fine-tunings fetch (trained first, in one sweep with
-    the ``"weights"`` callback: the same cached units `pretraining_result` reads)."""
+    the ``"weights"`` callback: the same cached units `lalr_core.core.runs.units.pretrained` reads)."""
     out = [pretraining(s), pretraining(s, s.probe_blocks), vision_pretraining(s)]
     return [c for c in dict.fromkeys(out) if isinstance(c, RunConfig)]
 
@@ -256,7 +257,7 @@ def run_cost(cfg: RunConfig) -> float:
     costs as much as 10 sequences, a GLUE sentence through a pretrained encoder 1000),
     longest first."""
     task = cfg.task
-    if isinstance(task, transfer.ClassSubsetTask):
+    if isinstance(task, vision.ClassSubsetTask):
         size = 10.0 * (cfg.n_train or 50_000)
     elif isinstance(task, HFSequenceClassificationTask):
         size = (1.0 if task.tiny else 1000.0) * (task.n_train or 67_349)

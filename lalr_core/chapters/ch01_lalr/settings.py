@@ -1,16 +1,19 @@
 """Chapter 01's settings: one typed, checked field per setting, and their values per profile.
 
-The protocol is the digest's P-LALR (part II.6): TinyTF pretrained by masked-token prediction
+The protocol is our P-LALR (the source, ``[LALR]``, has no experiments; see chapter 01's
+notebook): TinyTF pretrained by masked-token prediction
 on the synthetic corpus D-SYN-TXT, fine-tuned on SENT and ACC with a fresh linear head,
 AdamW at ``base_lr`` = 1e-3, batch 32, 6 epochs (two SVD -> CE -> CS cycles). ``quick`` is that
 protocol with two stated deviations (15 MLM epochs, not 3; 500 training examples, not 1000);
-``paper`` is the digest's sizes with 10 seeds; ``smoke`` the same code in seconds.
+``paper`` is P-LALR's planned sizes with 10 seeds; ``smoke`` the same code in seconds. A
+comment "planned: N" below gives the value fixed when the experiments were designed (ours,
+like every size here: the source gives none).
 
-Why the deviations (measured by the chapter's lead, 1 CPU thread, 2 seeds):
+Why the deviations (measured on 1 CPU thread, 2 seeds):
 
 * 3 MLM epochs leave the held-out MLM loss at 3.35 nats (uniform guess: 4.11), 15 epochs at
   2.15: a "pretrained" encoder that has learnt little cannot show forgetting (X-L3);
-* at the digest's 1000 training examples the uniform arm reaches 100 % validation accuracy on
+* at the planned 1000 training examples the uniform arm reaches 100 % validation accuracy on
   SENT and 99.6 % on ACC, so no arm can beat it; at 500 it is below the ceiling (SENT 0.96,
   ACC 0.98-1.00).
 
@@ -22,10 +25,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from lalr_core.core.chapter import ChapterSettings, check_names, positive
-from lalr_core.core.models import check_model_name
-from lalr_core.core.text.corpus import DATASETS as TEXT_DATASETS
-from lalr_core.methods.tempbalance import SCHEMES as TB_SCHEMES
+from lalr_core.core.runs.chapter import ChapterSettings, check_names, positive
+from lalr_core.core.models.networks import check_model_name
+from lalr_core.methods.pretrained.text.corpus import DATASETS as TEXT_DATASETS
+from lalr_core.methods.layer_lr.tempbalance import SCHEMES as TB_SCHEMES
 
 # pretraining source -> the datasets the vision setting reads (the driver's data step)
 VISION_SOURCES = ("fashion_mnist", "cifar100", "imagenet")
@@ -42,16 +45,16 @@ class Settings(ChapterSettings):
 
     synthetic: bool         # vision setting: in-memory data in the datasets' shapes (smoke)
     # MLM pretraining of TinyTF on D-SYN-TXT: one cached run shared by every fine-tuning.
-    mlm_epochs: int         # digest: 3; 15 here (module docstring)
-    mlm_corpus: int         # training sequences (digest: 4000)
+    mlm_epochs: int         # planned: 3; 15 here (module docstring)
+    mlm_corpus: int         # training sequences (planned: 4000)
     mlm_heldout: int        # held-out sequences: the MLM validation set = X-L3's forgetting set
     # P-LALR fine-tuning (X-L2, X-L3, X-L5, X-L12, X-L15, X-L16, X-L17).
     tasks: tuple[str, ...]  # text tasks, "sent" among them (X-L4 and X-L15 ii use SENT)
-    n_train: int            # training examples (digest: 1000; 500 at quick)
+    n_train: int            # training examples (planned: 1000; 500 at quick)
     n_val: int              # validation examples: every accuracy claim reads them
     n_test: int             # test examples (X-L15's shifted test sets have the same size)
     epochs: int             # >= 6: X-L12 and L-C26 read the second cycle of the phases
-    base_lr: float          # AdamW lr of U and of every LALR arm (digest: 1e-3)
+    base_lr: float          # AdamW lr of U and of every LALR arm (planned: 1e-3)
     wd: float               # decoupled weight decay of every arm
     batch_size: int
     seeds: int              # runs per arm and task (>= 5 for the accuracy claims at quick)
@@ -62,43 +65,43 @@ class Settings(ChapterSettings):
     lamb_lr: float
     tb_scheme: str          # TempBalance's allocation (chapter 02), a `tempbalance.SCHEMES` key
     # X-L4: few training examples, more epochs (train - validation gap).
-    small_n_train: int      # digest: 200 (SENT)
-    small_epochs: int       # digest: 12
+    small_n_train: int      # planned: 200 (SENT)
+    small_epochs: int       # planned: 12
     # X-L5: phase orders, runs per schedule and task (seeds 0 .. order_seeds - 1).
     order_seeds: int
     # X-L2's stability claim: LALR never more than this many points below U at any epoch.
-    stability_pp: float     # digest: 1
+    stability_pp: float     # planned: 1
     # X-L10: ridge probes of the [CLS] state after each block of a deeper TinyTF (its own
     # cached MLM pretraining, same corpus and epochs), SENT, arms U and LALR-REC.
-    probe_blocks: int       # digest: 4
-    probe_seeds: int        # digest: 3
+    probe_blocks: int       # planned: 4
+    probe_seeds: int        # planned: 3
     # X-L14: the three initial perturbations x these seeds, SENT, arms U and LALR-REC.
-    perturb_seeds: int      # digest: 3
+    perturb_seeds: int      # planned: 3
     # X-L1: metric time vs epoch time over TinyTF depths (d = 64) and training-set sizes.
-    overhead_depths: tuple[int, ...]   # digest: 2, 4, 8, 16
-    overhead_sizes: tuple[int, ...]    # digest: 250, 1000, 4000
-    overhead_repeats: int              # median of (digest: 3)
-    overhead_budget_s: float           # sizes projected past it are dropped (digest: 60-90 s)
-    # The vision setting (`lalr_core.methods.transfer`), fine-tuned with the P-LALR optimiser,
+    overhead_depths: tuple[int, ...]   # planned: 2, 4, 8, 16
+    overhead_sizes: tuple[int, ...]    # planned: 250, 1000, 4000
+    overhead_repeats: int              # median of (planned: 3)
+    overhead_budget_s: float           # sizes projected past it are dropped (planned: 60-90 s)
+    # The vision setting (`lalr_core.methods.pretrained.vision`), fine-tuned with the P-LALR optimiser,
     # arms U, U-match, LALR-REC; ``vision_pretrain`` (`VISION_SOURCES`): "fashion_mnist"
     # (pretrained on classes 0-4, fine-tuned on 5-9), "cifar100" (-> CIFAR-10) or "imagenet"
     # (torchvision's ResNet-18 -> CIFAR-10; online only, no forgetting split).
     vision_pretrain: str
-    vision_model: str       # a `lalr_core.core.models` name (ignored for "imagenet")
+    vision_model: str       # a `lalr_core.core.models.networks` name (ignored for "imagenet")
     vision_pretrain_n: int  # pretraining images (of classes 0-4)
     vision_pretrain_epochs: int
     vision_n_train: int     # fine-tuning images (of classes 5-9)
     vision_epochs: int      # >= 4 (two SVD epochs, as in the text setting)
     vision_seeds: int
-    # The source's own setting (optional `nlp` extra, `lalr_core.core.text.hf`): a pretrained
+    # The source's own setting (optional `nlp` extra, `lalr_core.methods.pretrained.text.hf`): a pretrained
     # encoder fully fine-tuned on GLUE SST-2 and CoLA, U / U-match / LALR-REC; "" = skipped.
     nlp_model: str          # a Hugging Face hub id ("roberta-base"), or ""
     nlp_tiny: bool          # a tiny random model of that family on synthetic data (offline)
     nlp_lr: float           # AdamW lr (the source's 2e-5)
     nlp_epochs: int         # >= 6: two cycles of the phases
     nlp_seeds: int
-    # E14 (seed 003): SGD steps of the scale-invariant logistic regression.
-    e14_steps: int          # digest: 20000
+    # E14 (on [ATDL-notes] sec. 3.5): SGD steps of the scale-invariant logistic regression.
+    e14_steps: int          # planned: 20000
     # Parallel training processes (each run uses the cores / workers threads).
     workers: int
 
@@ -195,7 +198,7 @@ PROFILES: dict[str, Settings] = {
         vision_pretrain_epochs=4, vision_n_train=2000, vision_epochs=6, vision_seeds=5,
         e14_steps=20_000, nlp_model="", nlp_tiny=False, nlp_lr=2e-5, nlp_epochs=6, nlp_seeds=5,
         workers=2, **_P_LALR),
-    # The digest's sizes (1000 training examples: U at its ceiling, see above), 10 seeds.
+    # P-LALR's planned sizes (1000 training examples: U at its ceiling, see above), 10 seeds.
     "paper": Settings(
         synthetic=False, mlm_epochs=15, mlm_corpus=4000,
         mlm_heldout=500, n_train=1000, n_val=500, n_test=1000, epochs=6, seeds=10,

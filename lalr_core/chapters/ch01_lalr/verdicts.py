@@ -1,7 +1,7 @@
 """Chapter 01's verdicts: each run reduced to one number, comparisons paired by seed, the
 rules that combine parts of a claim, and the final verdict table.
 
-Every comparison of runs is an `Evidence` (`lalr_core.core.evidence.paired_difference`): two
+Every comparison of runs is an `Evidence` (`lalr_core.core.results.evidence.paired_difference`): two
 arms' runs of the same seed share the initial head, the data order and the pretrained
 encoder, so the paired t interval over seeds covers both; an accuracy difference is in
 percentage points (``scale=100``), a loss difference in nats. A verdict is PASS only when the
@@ -12,7 +12,7 @@ side, INCONCLUSIVE when it covers the threshold. A claim with several parts:
   (any FAIL: FAIL; else any INCONCLUSIVE: INCONCLUSIVE; else PASS);
 * ``at_least(parts, k)`` ("on >= 2 of 3 shifts"): PASS if at least ``k`` parts PASS, FAIL if
   fewer than ``k`` could hold even counting every INCONCLUSIVE part, else INCONCLUSIVE
-  (both rules, and ``texts``, are `lalr_core.core.evidence`'s, re-exported here);
+  (both rules, and ``texts``, are `lalr_core.core.results.evidence`'s, re-exported here);
 * ``requirement``: a deterministic condition (equal parameter counts) that must hold too.
 
 A diverged run counts 0 accuracy and NaN loss (a NaN pair is left out of the interval).
@@ -26,12 +26,13 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from lalr_core.core.evidence import (  # noqa: F401  (every, at_least, texts: re-exported)
+from lalr_core.core.results.evidence import (  # noqa: F401  (every, at_least, texts: re-exported)
     Evidence,
     at_least,
     every,
     mean_interval,
     paired_difference,
+    per_seed,
     texts,
 )
 
@@ -89,10 +90,6 @@ def generalisation_gap(res: Mapping) -> float:
     """X-L4: accuracy on the training set after the last epoch (eval mode, the ``"train"``
     split) minus the final validation accuracy."""
     return split_accuracy(res, "train") - final(res, "val_acc")
-
-
-def per_seed(results: Sequence[Mapping], fn: Callable[[Mapping], float]) -> np.ndarray:
-    return np.array([fn(r) for r in results], dtype=float)
 
 
 # ----------------------------------------------------------------------------- comparisons

@@ -1,8 +1,8 @@
 """Chapter 02 (TempBalance, seed 001 ch. 1-2): settings, the runs of every item, summaries and
 verdicts.
 
-`settings` holds the allocations, the typed ``Settings`` per profile (smoke / quick = the
-digest's I.5 reductions on the sklearn digits / paper = the source's CIFAR-100 grid) and
+`settings` holds the allocations, the typed ``Settings`` per profile (smoke / quick = our
+reductions on the sklearn digits / paper = the source's CIFAR-100 grid) and
 ``section_runs``, which turns them into each item's ``RunConfig`` list; `summaries` the run
 table and the arithmetic of the checks on spectra and CKA; `verdicts` the accuracy contrasts
 judged on 95% intervals and our numbers beside the source's. The notebook reads them through
@@ -17,7 +17,7 @@ from lalr_core.chapters.ch02_tempbalance.summaries import (
 from lalr_core.chapters.ch02_tempbalance.verdicts import (
     METRICS, all_of, beside_source, contrast, delta_gap, gap_beside_source, paired_deltas,
     seed_means, select, unit_evidence)
-from lalr_core.core.chapter import Chapter
+from lalr_core.core.runs.chapter import Chapter
 
 CHAPTER = Chapter(id="02", title="TempBalance: layer-wise learning rates from weight spectra",
                   profiles=PROFILES, sections=section_runs, run_cost=run_cost)

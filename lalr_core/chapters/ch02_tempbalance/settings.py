@@ -2,11 +2,11 @@
 runs of every item (`section_runs`).
 
 ``paper`` is the source's setting: CIFAR-100, CIFAR ResNet-18/34 at widths {0.25, 0.5, 1, 1.5,
-2, 2.5} (eq. 2.10, "10" read as 1.0, digest A-15) and initial lrs {0.025, ..., 0.2} (eq. 2.11),
+2, 2.5} (eq. 2.10, its "10" read as 1.0, a typo) and initial lrs {0.025, ..., 0.2} (eq. 2.11),
 200 epochs of the cosine schedule eq. 2.12, allocation recomputed every epoch; what the source
-leaves out (batch, momentum, wd, augmentation, seeds; digest A-16) is TempBalance's code: batch
-128, momentum 0.9, wd 5e-4, crop + flip, one seed. ``quick`` is the digest's section I.5
-reduction on the sklearn digits (R18m / R34m, 8 epochs, the digest's 1347/450 split) with 5
+leaves out (batch, momentum, wd, augmentation, seeds) is TempBalance's code: batch
+128, momentum 0.9, wd 5e-4, crop + flip, one seed. ``quick`` is our
+reduction on the sklearn digits (R18m / R34m, 8 epochs, the collection's 1347/450 split) with 5
 seeds, so that accuracy differences of about a point can be told from seed noise; ``smoke`` the
 same on 256 digits in seconds.
 """
@@ -17,12 +17,13 @@ import dataclasses
 import math
 from dataclasses import dataclass
 
-from lalr_core.core.chapter import ChapterSettings, Sections, positive
-from lalr_core.core.config import SCHEDULES, RunConfig
 from lalr_core.core.data import DATASETS, check_dataset_name
-from lalr_core.core.models import check_model_name
+from lalr_core.core.loop.config import RunConfig
+from lalr_core.core.loop.schedules import SCHEDULES
+from lalr_core.core.models.networks import check_model_name
 from lalr_core.core.runs import EXECUTORS
-from lalr_core.methods.tempbalance_callback import TempBalance
+from lalr_core.core.runs.chapter import ChapterSettings, Sections, positive
+from lalr_core.methods.layer_lr.tempbalance.callback import TempBalance
 
 # Allocation name -> (TempBalance scheme, its params). "baseline" is one global lr.
 ALLOCATIONS: dict[str, tuple[str, tuple]] = {
@@ -38,10 +39,10 @@ ALLOCATIONS: dict[str, tuple[str, tuple]] = {
     "neg_pow2": ("neg_pow2", ()),                   # eqs. 2.20-2.22
     "gauss_alpha": ("gauss_alpha", ()),             # eqs. 2.26-2.27
     "gauss_lr": ("gauss_lr", ()),                   # eqs. 2.28-2.29
-    "emg": ("emg", ()),                             # eqs. 2.30-2.31 (digest A-9)
+    "emg": ("emg", ()),                             # eqs. 2.30-2.31 (allocation rule ours)
 }
 FIG23_MAPS = ("alpha", "sqrt", "cbrt", "log2")                                   # fig 2.3
-FIG24_MAPS = ("alpha", "alpha^2", "alpha^3", "sqrt", "cbrt", "root4", "log2")    # A-11
+FIG24_MAPS = ("alpha", "alpha^2", "alpha^3", "sqrt", "cbrt", "root4", "log2")    # fig 2.4 (the list is ours)
 SAMPLING = ("gauss_alpha", "gauss_lr", "emg")                                    # T-001-d
 POWERS = ("alpha^2", "alpha^3")                                                 # T-001-a
 
@@ -55,7 +56,7 @@ class Settings(ChapterSettings):
     of every channel count; epochs count passes over the train split.
     """
 
-    # Every TempBalance run (`run`): data and the SGDM recipe the source leaves out (A-16).
+    # Every TempBalance run (`run`): data and the SGDM recipe the source leaves out.
     dataset: str                # a `lalr_core.core.data.DATASETS` name
     n_train: int | None         # training examples; None = the whole train split
     augment: bool               # random crop + horizontal flip
@@ -64,7 +65,7 @@ class Settings(ChapterSettings):
     wd: float                   # L2 weight decay added to the gradient, >= 0
     schedule: str               # "cosine" = eq. 2.12; "cosine_tb" = TempBalance's code
     # Fig 2.1 grid (eq. 2.13 vs baseline); its runs also feed figs 2.2-2.5 and T-001-a.
-    models: tuple[str, ...]     # >= 2 distinct `lalr_core.core.models` names, shallower first
+    models: tuple[str, ...]     # >= 2 distinct `lalr_core.core.models.networks` names, shallower first
     widths: tuple[float, ...]
     lrs: tuple[float, ...]      # lr_0 of the grid (the largest is the checks' "largest lr0")
     epochs: int                 # epochs of every run but fig 2.6's and fig 1.3's
@@ -155,7 +156,7 @@ class Settings(ChapterSettings):
             raise ValueError(f"setting 'dist_epochs_shown' must lie in [0, dist_epochs = "
                              f"{self.dist_epochs}], got {self.dist_epochs_shown!r}")
         if self.schedule not in SCHEDULES:
-            raise ValueError(f"setting 'schedule' must be one of {SCHEDULES}, "
+            raise ValueError(f"setting 'schedule' must be one of {SCHEDULES.names()}, "
                              f"got {self.schedule!r}")
         if self.executor is not None and self.executor not in EXECUTORS:
             raise ValueError(f"setting 'executor' must be one of {EXECUTORS}, "

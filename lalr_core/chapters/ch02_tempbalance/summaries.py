@@ -11,8 +11,8 @@ import pandas as pd
 from scipy import stats
 
 from lalr_core.chapters.ch02_tempbalance.settings import allocation_of
-from lalr_core.core import tables
-from lalr_core.core.config import RunConfig
+from lalr_core.core.results import tables
+from lalr_core.core.loop.config import RunConfig
 
 
 def run_table(configs: list[RunConfig], results: list[dict]) -> pd.DataFrame:
@@ -41,7 +41,7 @@ def neg_pow2_count_at_least(n: int, c: float) -> int:
     """Layers that NegPow2 gives at least ``c * lr_t``: ``min(n, floor(log2(n / c)))``.
 
     From eq. 2.22 the j-th largest layer gets ``n 2^-j lr_t`` (the top one ``n (1/2 + 2^-n)``),
-    so ``n 2^-j >= c`` iff ``j <= log2(n / c)`` (digest E-2.5's closed form), for n >= 2
+    so ``n 2^-j >= c`` iff ``j <= log2(n / c)`` (E-2.5's closed form), for n >= 2
     (the top layer's extra ``n 2^-n`` never crosses a power of two then).
     """
     if n < 2 or not c > 0:

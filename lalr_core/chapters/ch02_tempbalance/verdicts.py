@@ -1,5 +1,5 @@
 """Chapter 02's verdicts: accuracy contrasts between runs judged on 95% intervals
-(`lalr_core.core.evidence`), claims made of several contrasts, and our numbers beside the
+(`lalr_core.core.results.evidence`), claims made of several contrasts, and our numbers beside the
 source's.
 
 A *contrast* is ``weight * (mean over the plus runs - mean over the minus runs)`` of one final
@@ -33,7 +33,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from lalr_core.core.evidence import (
+from lalr_core.core.results.evidence import (
     CONFIDENCE,
     Evidence,
     bootstrap_difference,

@@ -4,7 +4,7 @@ Pipeline of the source: pretrain (traditional augmentation or AugMix) -> per-lay
 budgets from an HT-SR metric of the pretrained conv weights (`pruning.layer_budgets`, Table 3.1
 settings) -> mask channels (ME-Prune scores) -> finetune with lr0 0.05 cosine, with a global lr
 or TempBalance's alpha-weighted layer-wise lrs (eq. 2.13). `settings` holds the names and the
-typed ``Settings`` per profile (smoke / quick = the digest's I.5 reductions on sklearn digits /
+typed ``Settings`` per profile (smoke / quick = our reductions on sklearn digits /
 paper = CIFAR-100 and the source's models). Pretraining is one sweep (the chapter's only section
 known up front); the budgets need its weights, so every finetuning run is built from
 `plans.metric_tables` afterwards (`plans.finetune_plan`). `summaries` holds the checks'
@@ -28,7 +28,7 @@ from lalr_core.chapters.ch02b_htsr_pruning.verdicts import (
     GROUPS, all_of, best_run, contrast, example_correct, gain_contrast, gain_table, lr_evidence,
     lr_gains, lr_range_contrast, matched_uniform, runs_of, uniform_at, uniform_curve,
     versus_range, versus_uniform)
-from lalr_core.core.chapter import Chapter
+from lalr_core.core.runs.chapter import Chapter
 
 CHAPTER = Chapter(id="02b", title="HT-SR metrics as channel-pruning budgets; layer-wise lrs "
                   "after pruning", profiles=PROFILES, sections=sections)

@@ -11,11 +11,12 @@ import pandas as pd
 from torch import nn
 
 from lalr_core.chapters.ch02b_htsr_pruning.settings import AUGS, METRICS, ROLES, UNIFORM, Settings
-from lalr_core.core.callbacks import pretrained_weights
-from lalr_core.core.config import RunConfig
-from lalr_core.core.train import run_model
-from lalr_core.methods import channel_masks, pruning, spectral
-from lalr_core.methods.tempbalance_callback import TempBalance
+from lalr_core.core.runs.units import pretrained_weights
+from lalr_core.core.loop.config import RunConfig
+from lalr_core.core.loop.train import run_model
+from lalr_core.methods.pruning import channel_masks, budgets as pruning
+from lalr_core.methods import spectra as spectral
+from lalr_core.methods.layer_lr.tempbalance.callback import TempBalance
 
 
 # ----------------------------------------------------------------------------- pretraining
@@ -32,7 +33,7 @@ def pretrain_config(s: Settings, role: str, aug: str = "traditional") -> RunConf
 
 def pretrain_unit(s: Settings, role: str, aug: str = "traditional") -> dict:
     """``{"run", "callbacks"}`` of a pretraining run: weights kept; alpha/entropy per epoch
-    (KS x_min, digest A-1) for the fig 3.2 roles."""
+    (KS x_min, our choice) for the fig 3.2 roles."""
     cb = {"weights": {}}
     if role in s.fig32_roles:
         # flatten, as `layer_table`: each conv one [c_out, c_in k k] matrix, rows = its channels

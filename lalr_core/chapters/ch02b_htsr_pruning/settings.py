@@ -1,7 +1,7 @@
 """Chapter 02b's names (metrics, roles, table 3.1, figure ids) and its typed settings per profile.
 
-``PROFILES``: smoke / quick = the digest's I.5 reductions on sklearn digits; paper = CIFAR-100
-and the source's models (its epochs, ratio grid and batch are our choices, digest A-22).
+``PROFILES``: smoke / quick = our reductions on sklearn digits; paper = CIFAR-100 and the
+source's models (its epochs, ratio grid and batch are our choices: the source states none).
 """
 
 from __future__ import annotations
@@ -10,13 +10,14 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from lalr_core.core.chapter import ChapterSettings, positive
+from lalr_core.core.runs.chapter import ChapterSettings, positive
 from lalr_core.core.data import check_dataset_name
-from lalr_core.core.models import check_model_name
+from lalr_core.core.models.networks import check_model_name
 from lalr_core.core.runs import EXECUTORS
-from lalr_core.methods import pruning
+from lalr_core.methods.pruning import budgets as pruning
 
-# The 10 HT-SR metrics (digest I.2.9 / A-17) grouped as in the source's bullet list (ch. 3.2).
+# The 10 HT-SR metrics (the source counts 10 and names 11; our 10: `spectral.htsr_metrics`)
+# grouped as in the source's bullet list (ch. 3.2).
 SHAPE = ("alpha", "rand_distance", "stable_rank", "entropy")
 SCALE = ("norm", "log_norm", "spectral_norm", "log_spectral_norm")
 HYBRID = ("alpha_weighted", "log_alpha_norm")
@@ -44,7 +45,7 @@ class Settings(ChapterSettings):
     targets P (fraction of the masked convs' weights pruned) unless named otherwise."""
 
     # Data, models and execution (every run): a `DATASETS` name; training examples (None =
-    # the whole split); role -> `lalr_core.core.models` name for each of ``ROLES``; the seed of
+    # the whole split); role -> `lalr_core.core.models.networks` name for each of ``ROLES``; the seed of
     # every run; parallel training processes and the sweep's executor (`EXECUTORS`).
     dataset: str
     n_train: int | None
@@ -94,7 +95,7 @@ class Settings(ChapterSettings):
     vgg_ratios: tuple[float, ...]
     vgg_epochs: int
     vgg_seeds: int
-    # Fig 3.22: VGG's uniform channel ratio ("4M parameters", A-25) and finetuning epochs.
+    # Fig 3.22: VGG's uniform channel ratio ("4M parameters", our reading: ratio 0.553) and finetuning epochs.
     f322_ratio: float
     f322_epochs: int
     # Fig 3.26 (DNm, uniform / alpha pruning x global / TempBalance lrs): targets P, epochs.
@@ -209,11 +210,11 @@ PROFILES = {
         vgg_ratios=(0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95), vgg_epochs=5,
         vgg_seeds=3,  # runs of ~4 s: seeds put the training noise into fig 3.25's intervals
         # + 0.25: DNm's uniform run keeps 61 % of its conv weights, inside the source's
-        # "optimal range" 55-65 % (fig 3.26), which no size of the digest's grid reaches
+        # "optimal range" 55-65 % (fig 3.26), which no size of the coarser grid reaches
         f322_epochs=8, f326_ratios=(0.2, 0.25, 0.35, 0.45, 0.6, 0.8), f326_epochs=4,
         workers=2,
     ),
-    "paper": Settings(  # source silent on epochs / ratio grid / batch: our choices (digest A-22)
+    "paper": Settings(  # source silent on epochs / ratio grid / batch: our choices
         **_COMMON, dataset="cifar100", n_train=None, batch_size=128,
         models={"densenet": "densenet40_cifar", "wrn": "wrn28_10_cifar",
                 "mobilenet": "mobilenetv2_cifar", "vgg": "vgg19_cifar"},

@@ -10,9 +10,9 @@ import numpy as np
 import pandas as pd
 
 from lalr_core.chapters.ch02b_htsr_pruning.settings import SETTINGS
-from lalr_core.core.callbacks import pretrained_weights
-from lalr_core.core.train import run_model
-from lalr_core.methods import channel_masks
+from lalr_core.core.runs.units import pretrained_weights
+from lalr_core.core.loop.train import run_model
+from lalr_core.methods.pruning import channel_masks
 
 
 def slimmed_remaining(spec: Mapping) -> float:
@@ -20,7 +20,7 @@ def slimmed_remaining(spec: Mapping) -> float:
 
     Rebuilds the run's start (the cached pretrained weights, masked by the run's ratios; the
     masks are deterministic) and counts with `channel_masks.slimmed_parameters`, which also drops
-    the inputs a pruned channel fed (digest I.2.10). Memoised per (pretraining, ratios).
+    the inputs a pruned channel fed. Memoised per (pretraining, ratios).
     """
     ps = spec["callbacks"]["pruned_start"]
     key = (repr(ps["pretrained"]), tuple(sorted(ps["ratios"].items())),
@@ -86,7 +86,7 @@ def rebound_rise(series) -> float:
 
 
 def rebound(series, rise: float = 0.02) -> bool:
-    """Digest E-3.2: the minimum lies strictly inside the run and is followed by a rise of at
+    """Our definition of a rebound (E-3.2): the minimum lies strictly inside the run and is followed by a rise of at
     least ``rise`` (relative to |minimum|)."""
     return rebound_rise(series) >= rise
 

@@ -3,7 +3,7 @@
 Every run of the chapter is tested on the same test examples, so two groups of runs are
 compared example by example. A group's *per-example correctness* is the mean, over its runs, of
 each run's ``test_correct`` (one number in [0, 1] per test example), and a comparison is the
-paired bootstrap over test examples (`lalr_core.core.evidence.bootstrap_difference`) of a
+paired bootstrap over test examples (`lalr_core.core.results.evidence.bootstrap_difference`) of a
 difference of such vectors. The interval covers the test set's sampling, not the spread over
 training seeds where the chapter runs one seed; the TempBalance-vs-global-lr comparisons
 (`contrast`) pair several finetuning seeds by seed and resample them too (two-level bootstrap).
@@ -35,7 +35,7 @@ import numpy as np
 import pandas as pd
 
 from lalr_core.chapters.ch02b_htsr_pruning.settings import HYBRID, SCALE, SHAPE, UNIFORM
-from lalr_core.core.evidence import Evidence, bootstrap_difference
+from lalr_core.core.results.evidence import Evidence, bootstrap_difference
 
 TOL = 1e-9  # remaining fractions closer than this are the same size
 GROUPS = {"shape": SHAPE, "scale": SCALE, "hybrid": HYBRID}  # the source's metric families
@@ -171,7 +171,7 @@ def gain_table(table: pd.DataFrame, by: Sequence[str] = ("aug",)) -> pd.DataFram
     """Per curve (``by``), target P, metric family (`GROUPS`) and rule: the pooled runs'
     gain over the uniform curve at their sizes (`versus_uniform`, points, 95 % interval,
     runs clamped), their mean ``remaining``, and beside it the gain against the uniform run
-    of the same target P (``gain_same_P``, the digest's comparison; sizes differ)."""
+    of the same target P (``gain_same_P``, the comparison first planned; sizes differ)."""
     rows = []
     for key, g in table.groupby(list(by), sort=True):
         labels = dict(zip(by, key if isinstance(key, tuple) else (key,)))

@@ -3,9 +3,9 @@ toy slides): the nonlinear model, its linearisation at theta_0, and what the the
 
 The theorems are about gradient flow on ``R~(theta) = ||f_theta(x*) - y*||^2`` (a sum) with the
 pull toward theta_0 (Lemma 3). Here it is discretised as the split step of the slides
-(`lalr_core.methods.proximal.proximal_gd_step`) with a small step ``lr``; ``t = step * lr`` is
+(`lalr_core.methods.pretrained.proximal.proximal_gd_step`) with a small step ``lr``; ``t = step * lr`` is
 the flow's time. A problem is a function ``f`` from one flat parameter vector to the ``n``
-outputs (the logit margins of a LoRA TinyTF on ``n`` training sequences, digest B-4; or the
+outputs (the logit margins of a LoRA TinyTF on ``n`` training sequences; or the
 two-parameter toy ``theta_2 tanh(theta_1 x)``); the linearised problem replaces ``f`` by
 ``f(theta_0) + J_0 (theta - theta_0)`` with the explicit Jacobian ``J_0``.
 """
@@ -20,10 +20,10 @@ import torch
 from torch import nn
 from torch.func import functional_call, jacrev
 
-from lalr_core.core.config import RunConfig
-from lalr_core.core.train import initial_model
-from lalr_core.methods import ntk
-from lalr_core.methods.proximal import proximal_gd_step
+from lalr_core.core.loop.config import RunConfig
+from lalr_core.core.loop.train import initial_model
+from lalr_core.methods.ntk import empirical as ntk
+from lalr_core.methods.pretrained.proximal import proximal_gd_step
 
 
 @dataclass
@@ -61,7 +61,7 @@ def margin_problem(model: nn.Module, tokens: torch.Tensor, y: torch.Tensor,
                    params=None) -> Problem:
     """The logit margin ``z_1 - z_0`` of ``model`` on ``tokens`` as a function of its trainable
     parameters (flattened, float64; eval mode), with targets ``y`` in {-1, +1}."""
-    names = ntk.select_params(model, params)
+    names = ntk.ntk_params(model, params)
     model = model.eval().double()
     state = {k: v.detach() for k, v in {**dict(model.named_parameters()),
                                         **dict(model.named_buffers())}.items()}
@@ -79,8 +79,8 @@ def margin_problem(model: nn.Module, tokens: torch.Tensor, y: torch.Tensor,
 
 
 def toy_problem(x: torch.Tensor, y: torch.Tensor, theta0: tuple[float, float]) -> Problem:
-    """The slides' two-parameter model ``f_theta(x) = theta_2 tanh(theta_1 x)`` (digest
-    E-002-FA / FB)."""
+    """Our two-parameter model ``f_theta(x) = theta_2 tanh(theta_1 x)`` for the slides'
+    image-only "Additional Slides" (E-002-FA / FB)."""
     return Problem(lambda th: th[1] * torch.tanh(th[0] * x.double()),
                    torch.tensor(theta0, dtype=torch.float64), y.double())
 
@@ -140,7 +140,7 @@ def gradient_flow(problem: Problem, lam: float, lr: float, steps: int, *,
 
 def stable_lr(problem: Problem, lam: float, fraction: float = 0.5,
               default: float = 1e-3) -> float:
-    """The digest's step for the flow (E-002-Th1): ``default``, or
+    """Our step for the flow (E-002-Th1): ``default``, or
     ``fraction / (2 lambda_max(K_0) + lam)`` with ``K_0 = J_0 J_0^T`` where that is smaller
     (the discrete step must be stable for the continuous-time statements to apply)."""
     J0 = problem.jacobian(problem.theta0)
@@ -187,5 +187,5 @@ def flow_unit(params: dict) -> dict:
 
 
 flow_unit.code_modules = lambda params: [  # type: ignore[attr-defined]
-    "lalr_core.methods.ntk", "lalr_core.methods.proximal", "lalr_core.methods.lora",
-    "lalr_core.methods.model_transforms", "lalr_core.core.text.tasks"]
+    "lalr_core.methods.ntk.empirical", "lalr_core.methods.pretrained.proximal", "lalr_core.methods.pretrained.lora",
+    "lalr_core.methods.pretrained.transforms", "lalr_core.methods.pretrained.text.tasks"]

@@ -1,8 +1,8 @@
 """Chapter 03's per-run quantities: the four rows of table T-002-1, the separately trained
-linearised model's gap (digest B-5 ii), and the NTK at theta_0 of a run's trainable set.
+linearised model's gap (Theorem 3's quantity), and the NTK at theta_0 of a run's trainable set.
 
-Every quantity is over the run's trainable parameters (LoRA A, B and the head; digest B-3),
-with theta_0 = their values at initialisation (`lalr_core.core.train.initial_model`, the
+Every quantity is over the run's trainable parameters (LoRA A, B and the head; our choice),
+with theta_0 = their values at initialisation (`lalr_core.core.loop.train.initial_model`, the
 run's seed) and theta_t = the run's final weights (callback ``"weights"``).
 """
 
@@ -15,13 +15,13 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from lalr_core.core.config import RunConfig
-from lalr_core.core.train import initial_model
-from lalr_core.methods import ntk
+from lalr_core.core.loop.config import RunConfig
+from lalr_core.core.loop.train import initial_model
+from lalr_core.methods.ntk import empirical as ntk
 
 
 def margin(logits: torch.Tensor) -> torch.Tensor:
-    """The scalar function of the theory for two classes: ``z_1 - z_0`` (digest B-4)."""
+    """The scalar function of the theory for two classes: ``z_1 - z_0`` (our choice)."""
     return logits[:, 1] - logits[:, 0]
 
 
@@ -59,9 +59,9 @@ def table_numbers(cfg: RunConfig, result: Mapping, data) -> dict[str, float]:
 
     * ``distance``: ``||theta_t - theta_0||_2`` over the trainable parameters;
     * ``lin_error``: ``||f_theta_t(x*) - [f_theta_0(x*) + J_0 (theta_t - theta_0)]||_2`` over
-      the logit vectors of every training input (B-5 i, B-7), and ``lin_error_rms`` (/ sqrt n);
+      the logit vectors of every training input (the slides' table, row 2), and ``lin_error_rms`` (/ sqrt n);
     * ``kl``: mean over validation examples of KL(softmax f_theta_t || softmax f-bar_theta_t),
-      f-bar the same first-order expansion (B-6; natural log);
+      f-bar the same first-order expansion (our reading of the slides' "KL Divergence"; natural log);
     * ``accuracy``: validation accuracy of f_theta_t, in %.
     """
     model, start = final_model(cfg, result), theta0(cfg)
@@ -81,7 +81,7 @@ def linearised_gap(cfg: RunConfig, result: Mapping, lin_cfg: RunConfig, lin_resu
                    data) -> float:
     """``||f_theta_t(x*) - f-bar_theta-bar_t(x*)||_2`` on the training inputs: the fine-tuned
     model against its linearised model trained separately from the same theta_0 with the same
-    optimiser, seed and data order (Theorem 3's quantity; B-5 ii)."""
+    optimiser, seed and data order (Theorem 3's quantity)."""
     X, _ = data.split("train")
     return float(torch.linalg.vector_norm(logits(final_model(cfg, result), X)
                                           - logits(final_model(lin_cfg, lin_result), X)))
@@ -89,6 +89,6 @@ def linearised_gap(cfg: RunConfig, result: Mapping, lin_cfg: RunConfig, lin_resu
 
 def ntk_at_init(cfg: RunConfig, inputs: torch.Tensor, params=None) -> torch.Tensor:
     """The margin NTK ``K = J J^T`` (float64) at the run's theta_0 on ``inputs``, over the
-    trainable parameters (or ``params``, `lalr_core.methods.ntk.select_params`)."""
+    trainable parameters (or ``params``, `lalr_core.methods.ntk.empirical.ntk_params`)."""
     return ntk.empirical_ntk(initial_model(cfg), inputs, params=params, output=margin,
                              dtype=torch.float64)

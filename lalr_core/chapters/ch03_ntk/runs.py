@@ -2,12 +2,12 @@
 their linearised models), the sections they form, and ``CHAPTER``.
 
 Every fine-tuning is the run of `finetuning`: chapter 01's cached MLM pretraining (the same
-unit, `pretraining`), LoRA on ``targets`` plus the head (`lalr_core.methods.lora` through the
+unit, `pretraining`), LoRA on ``targets`` plus the head (`lalr_core.methods.pretrained.lora` through the
 ``"transformed"`` task), AdamW without weight decay and, for lambda > 0, the selective pull
-toward theta_0 (`lalr_core.methods.proximal`, digest B-1 / B-2). lambda = 0 is plain AdamW.
+toward theta_0 (`lalr_core.methods.pretrained.proximal`). lambda = 0 is plain AdamW.
 With ``linearised`` the model trained is the first-order Taylor model of that LoRA model at
-theta_0 (`lalr_core.methods.ntk`, transform ``"linearise"``), trained with the same optimiser,
-initialisation and data order (digest B-5 ii). Every run keeps its final weights (callback
+theta_0 (`lalr_core.methods.ntk.empirical`, transform ``"linearise"``), trained with the same optimiser,
+initialisation and data order (Theorem 3's linearised model). Every run keeps its final weights (callback
 ``"weights"``), from which the notebook computes distances, linearisation errors and KL.
 
 Sections: ``"T1"`` (table T-002-1: tasks x lambdas x seeds), ``"T1b"`` (the linearised models
@@ -26,13 +26,13 @@ from lalr_core.chapters.ch03_ntk.settings import (
     PROFILES,
     Settings,
 )
-from lalr_core.core.chapter import Chapter, Sections
-from lalr_core.core.config import RunConfig
-from lalr_core.core.text import tasks as text
-from lalr_core.core.text.hf import HFSequenceClassificationTask
-from lalr_core.methods import ntk  # noqa: F401  (registers the "linearise" transform)
-from lalr_core.methods.model_transforms import TransformedTask
-from lalr_core.methods.proximal import ProximalPull
+from lalr_core.core.runs.chapter import Chapter, Sections
+from lalr_core.core.loop.config import RunConfig
+from lalr_core.methods.pretrained.text import tasks as text
+from lalr_core.methods.pretrained.text.hf import HFSequenceClassificationTask
+from lalr_core.methods.ntk import empirical as ntk  # noqa: F401  (registers the "linearise" transform)
+from lalr_core.methods.pretrained.transforms import TransformedTask
+from lalr_core.methods.pretrained.proximal import ProximalPull
 
 WEIGHTS = {"weights": {}}   # every fine-tuning keeps its final weights
 NLP_TASKS = ("sst2", "cola")

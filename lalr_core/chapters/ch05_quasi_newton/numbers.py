@@ -1,14 +1,18 @@
-"""Chapter 05's per-run numbers: held-out loss and accuracy, volatility, divergence, the
-crossover epoch, and the probes' phi_t and cohesion summaries the checks judge."""
+"""Chapter 05's per-run and per-section numbers: held-out loss and accuracy, volatility,
+divergence, tables E.1 / E.2, the crossover epoch of fig 4.10, the probes' phi_t and cohesion
+summaries (figs 4.15, 4.16), fig 4.9's q^GC shares and algorithm 5's step sizes (fig 4.20): the
+quantities the checks judge."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
-from lalr_core.methods import top_eigen as te
+from lalr_core.chapters.ch05_quasi_newton.settings import QN
+from lalr_core.core.results.evidence import per_seed
+from lalr_core.methods.curvature import gradient_statistics
 
 
 def held_out_loss(res: dict) -> np.ndarray:
@@ -32,12 +36,10 @@ def volatility(res: dict) -> float:
 
 
 def diverged(res: dict, initial_loss: float = float(np.log(10))) -> bool:
-    """The digest's divergence: NaN / flagged, or a final loss above the initial ln(10)."""
+    """Divergence as fig 4.6's check reads it: NaN / flagged by the loop, or a final loss above
+    the initial ln(10) (the loss of a uniform guess over 10 classes: the run ends worse than it
+    started)."""
     return bool(res["diverged"] or not final_loss(res) <= initial_loss)
-
-
-def per_seed(results: Sequence[dict], fn) -> np.ndarray:
-    return np.array([fn(r) for r in results], dtype=float)
 
 
 def loss_after_steps(res: dict, steps: int) -> float:
@@ -62,7 +64,7 @@ def crossover_epoch(sgd: np.ndarray, other: np.ndarray) -> int | None:
 
 def step_log(res: dict):
     """Algorithm 5's per-step log of a run (``step``, ``eta``, ``lambda_hat``, ``projection``;
-    `lalr_core.methods.eigen_step.Algorithm5SGD.step_log`)."""
+    `lalr_core.methods.curvature.eigen_step.Algorithm5SGD.step_log`)."""
     return res["callbacks"]["alg5_log"]
 def layer_dt(res: dict, layer: str) -> np.ndarray:
     """``D_t`` (eq. 3.1) of ``layer``'s weight after each step, from chapter 04's trajectory
@@ -72,10 +74,10 @@ def layer_dt(res: dict, layer: str) -> np.ndarray:
 
 
 def phi_numbers(res: dict, layer: str) -> dict[str, float]:
-    """Fig 4.15's per-run quantities (digest sec. 6 and the source's text).
+    """Fig 4.15's per-run quantities (our checks of the figure, and of the source's text).
 
     ``median_phi`` (over all steps and filters), ``negative`` (fraction of ``phi_t < 0``),
-    ``significant`` (fraction with ``|phi_t| >= 10/sqrt(n)``, `top_eigen.significant_fraction`),
+    ``significant`` (fraction with ``|phi_t| >= 10/sqrt(n)``, `gradient_statistics.significant_fraction`),
     ``dt_rises`` (fraction of steps on which the layer's ``D_t`` does not fall, the first step
     counted from ``D_t = 0``), ``dt_quarter`` (``D_t`` after the first quarter of the steps over
     its final value) and ``log_spread`` (log of the standard deviation of ``phi_t`` over the last
@@ -88,7 +90,7 @@ def phi_numbers(res: dict, layer: str) -> dict[str, float]:
     quarter = max(1, int(np.ceil(len(dt) / 4)))
     finite = phi[np.isfinite(phi)]
     return {"median_phi": float(np.median(finite)), "negative": float(np.mean(finite < 0)),
-            "significant": te.significant_fraction(phi, fg["n"]),
+            "significant": gradient_statistics.significant_fraction(phi, fg["n"]),
             "dt_rises": float(np.mean(np.diff(np.r_[0.0, dt]) >= 0)),
             "dt_quarter": float(dt[quarter - 1] / dt[-1]),
             "log_spread": float(np.log(np.nanstd(phi[-tenth:]) / np.nanstd(phi[:tenth])))}
@@ -122,3 +124,121 @@ def cohesion_numbers(res: dict, epochs: int, high: float = 0.9) -> pd.DataFrame:
             "first_C": float(c[c.epoch <= 1]["cohesion"].mean()),
             "last_C": float(c[c.epoch > epochs - 1]["cohesion"].mean())}
     return pd.DataFrame(rows).T.rename_axis("batch_size")
+
+
+# ----------------------------------------------------------------------------- fig 4.6, tables E
+def divergence_counts(runs: Mapping[tuple[str, int], dict], arms: Sequence[str],
+                      seeds: Sequence[int]) -> dict[str, int]:
+    """Per arm, how many of the ``(arm, seed)`` runs `diverged`."""
+    return {arm: sum(diverged(runs[(arm, s)]) for s in seeds) for arm in arms}
+
+
+def arm_summary(runs: Mapping[str, Sequence[dict]]) -> pd.DataFrame:
+    """Per series (columns): the seed-mean final held-out loss, accuracy and `volatility`."""
+    return pd.DataFrame({label: {"final loss": per_seed(rs, final_loss).mean(),
+                                 "final acc (%)": per_seed(rs, final_accuracy).mean(),
+                                 "spread of Δloss": per_seed(rs, volatility).mean()}
+                         for label, rs in runs.items()})
+
+
+def table_e(runs: Mapping[tuple[str, float, int], dict], source: pd.DataFrame,
+            lrs: Sequence[float], arms: Sequence[str], seeds: Sequence[int],
+            labels: Mapping[str, str]) -> pd.DataFrame:
+    """Tables E.1 / E.2 side by side: per learning rate and arm, the seed-mean final held-out
+    accuracy (%) and loss (NaN-mean: a diverged run has no loss), with the source's numbers
+    (``source``: columns ``lr``, ``arm`` in {"sgdm", "qn"}, ``accuracy``, ``loss``; NaN where it
+    has no row)."""
+    rows = []
+    for lr in lrs:
+        for arm in arms:
+            rs = [runs[(arm, lr, s)] for s in seeds]
+            src = source[(source.lr == lr) & (source.arm == ("qn" if arm == QN else "sgdm"))]
+            rows.append({"lr": lr, "method": labels[arm],
+                         "accuracy (%)": per_seed(rs, final_accuracy).mean(),
+                         "source accuracy (%)": float(src.accuracy.iloc[0]) if len(src) else np.nan,
+                         "loss": np.nanmean(per_seed(rs, final_loss)),
+                         "source loss": float(src.loss.iloc[0]) if len(src) else np.nan})
+    return pd.DataFrame(rows)
+
+
+def source_accuracies(source: pd.DataFrame) -> dict[str, str]:
+    """Table E.1's numbers as ``{"lr 0.1": "SGDM 89 vs QN 85", ...}``."""
+    table = source.pivot(index="lr", columns="arm", values="accuracy").reset_index()
+    return {f"lr {r.lr:g}": f"SGDM {int(r.sgdm)} vs QN {int(r.qn)}" for r in table.itertuples()}
+
+
+def loss_drop(runs: Mapping[tuple[str, float, int], dict], arm: str, high: float, low: float,
+              seeds: Sequence[int]) -> np.ndarray:
+    """Per seed, ``arm``'s final held-out loss at learning rate ``low`` minus at ``high``
+    (table E.2: how much the loss degrades as the learning rate falls)."""
+    return (per_seed([runs[(arm, low, s)] for s in seeds], final_loss)
+            - per_seed([runs[(arm, high, s)] for s in seeds], final_loss))
+
+
+# ----------------------------------------------------------------------------- figs 4.7-4.9
+def random_cosine_scale(p: int) -> float:
+    """``10 / sqrt(P)``: the |cos| of two random vectors in ``P`` dimensions exceeds it with
+    probability at most 1 % (`[Tuddenham2026]` app. A, eqs. A.18-A.20)."""
+    return 10 / np.sqrt(p)
+
+
+def gc_numbers(gc: pd.DataFrame, random_scale: float) -> dict:
+    """Fig 4.9's numbers from the per-batch records ``gc`` (``q_gc`` as printed, eq. 4.41;
+    ``q_gc_pairs``, the mean over pairs): ``positive`` (share of batches with q^GC > 0, over the
+    ``batches`` with a value), ``median`` / ``median_pairs``, ``above_random`` (share of batches
+    whose pair mean exceeds ``random_scale``)."""
+    valid = gc.q_gc.dropna()
+    return {"positive": float((valid > 0).mean()), "batches": len(valid),
+            "median": float(valid.median()), "median_pairs": float(gc.q_gc_pairs.median()),
+            "above_random": float((gc.q_gc_pairs > random_scale).mean())}
+
+
+# ----------------------------------------------------------------------------- fig 4.10
+def mean_curve(results: Sequence[dict]) -> np.ndarray:
+    """The seed-mean held-out loss after every epoch (NaN-mean over the runs)."""
+    return np.nanmean(np.stack([held_out_loss(r) for r in results]), 0)
+
+
+def crossover_order_holds(crossovers: Sequence[int | None]) -> bool:
+    """Fig 4.10's order claim on the crossover epochs of the batch sizes, largest batch first
+    (None: no crossover within the run, later than any epoch): at least one crossover, and
+    none later for a smaller batch."""
+    order = [np.inf if c is None else c for c in crossovers]
+    return bool(np.isfinite(order).any() and order == sorted(order, reverse=True))
+
+
+# ----------------------------------------------------------------------------- fig 4.16
+def cohesion_column(numbers: Mapping[int, pd.DataFrame], column: str, batch: int) -> np.ndarray:
+    """Per seed, ``column`` of `cohesion_numbers` at probe batch size ``batch``."""
+    return np.array([numbers[seed].loc[batch, column] for seed in numbers], dtype=float)
+
+
+def cohesion_extremes(results: Mapping[int, dict], batch: int) -> dict:
+    """At probe batch size ``batch``: ``points``, the number of (probe, gradient) points over
+    all runs (the first run's count times the runs), and ``max_cos``, the largest cos psi_i."""
+    points = [r["callbacks"]["cohesion_probe"]["points"] for r in results.values()]
+    return {"points": len(points) * int((points[0].batch_size == batch).sum()),
+            "max_cos": max(float(p[p.batch_size == batch]["cos"].max()) for p in points)}
+
+
+# ----------------------------------------------------------------------------- fig 4.20
+def first_epoch_loss(res: dict) -> float:
+    """Held-out loss after the first epoch."""
+    return float(res["history"]["test_loss"].iloc[0])
+
+
+def mean_eta(res: dict) -> float:
+    """The mean step size algorithm 5 took over a run."""
+    return float(step_log(res)["eta"].mean())
+
+
+def max_eta(res: dict, steps: int) -> float:
+    """The largest step size algorithm 5 took in its first ``steps`` steps."""
+    return float(step_log(res)["eta"].iloc[:steps].max())
+
+
+def train_loss_noise(res: dict) -> float:
+    """Standard deviation of the step-to-step changes of the training loss over the second
+    half of the run's steps."""
+    loss = res["steps"]["loss"].to_numpy()
+    return float(np.std(np.diff(loss[len(loss) // 2:]), ddof=1))

@@ -5,18 +5,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from lalr_core.core.chapter import ChapterSettings, check_names, positive
 from lalr_core.core.data import check_dataset_name
 from lalr_core.core.data.specs import DATASETS
-from lalr_core.core.models import check_model_name
-from lalr_core.core.provenance import repo_root
-from lalr_core.methods import gradient_probes as gp  # registers the probes' callbacks
+from lalr_core.core.models.networks import check_model_name
+from lalr_core.core.results.provenance import repo_root
+from lalr_core.core.runs.chapter import ChapterSettings, check_names, positive
+from lalr_core.methods.curvature import gradient_probes as gp  # registers the probes' callbacks
 
 QN = "qn_class_subspace"
 REFERENCE_TABLE = repo_root() / "data" / "reference" / "ch05_tableE.csv"  # tables E.1 / E.2
 ARMS = ("sgd", QN)                 # fig 4.6's two series, in this order
 TABLE_ARMS = ("sgdm", QN)          # tables E.1 / E.2
-ALG5 = "alg5_sgd"                  # fig 4.20: algorithm 5 (lalr_core.methods.eigen_step)
+ALG5 = "alg5_sgd"                  # fig 4.20: algorithm 5 (lalr_core.methods.curvature.eigen_step)
+LABELS = {"sgd": "SGD", "sgdm": "SGDM", QN: "quasi-Newton"}   # the optimisers' names in plots
 
 
 @dataclass(frozen=True)
@@ -28,7 +29,7 @@ class Settings(ChapterSettings):
     known_seeds: int                 # fig 4.12's stop rule is also run on this many matrices
     rolling_steps: int               # listing F.1 block D (10 000)
     rolling_samples: tuple[int, ...]  # fig 4.18's window lengths (100, 1000, 10 000)
-    cumulant_samples: int            # appendix H's draws of ||H eps||^2 (digest: 100 000)
+    cumulant_samples: int            # appendix H's draws of ||H eps||^2 (unstated; 100 000)
     # The training runs (figs 4.6, 4.11; tables E.1, E.2).
     dataset: str
     synthetic: bool
@@ -41,7 +42,7 @@ class Settings(ChapterSettings):
     fig46_lr: float                  # fig 4.6's caption: lr 0.01, momentum 0, wd 5e-4
     fig46_wd: float
     fig46_epochs: int
-    diverge_lr: float                # digest: "both diverge at lr = 0.5" (thesis: eta > 0.1)
+    diverge_lr: float                # thesis: both diverge for eta > 0.1; we test at 0.5
     table_lrs: tuple[float, ...]     # tables E.1 / E.2: 0.1, 0.05, 0.01 (app. E.4 settings)
     table_momentum: float            # SGDM's momentum (E.4: 0.9); the QN step has none
     table_epochs: int
@@ -51,18 +52,19 @@ class Settings(ChapterSettings):
     hessian_epochs: int
     hessian_examples: int | None     # training examples in the Hessian's loss (None: all)
     # Figs 4.7-4.9 (q^LC, q^SL, q^GC along a run) and E.1 (class gradients vs the top-C Hessian
-    # eigenvectors); `lalr_core.methods.subspace_probe`. At smoke / quick one run serves all four:
+    # eigenvectors); `lalr_core.methods.class_subspace.probe`. At smoke / quick one run serves all four:
     # fig 4.11's network and training (`hessian_run`); at paper figs 4.7-4.9 ride on fig 4.6's SGD
-    # run of seed 0 (ResNet-9; digest sec. 5 item 9) and E.1 on fig 4.11's ~60k CNN (E.3).
+    # run of seed 0 (ResNet-9, the chapter's baseline run: the thesis does not name the run)
+    # and E.1 on fig 4.11's ~60k CNN (E.3).
     probe_on_fig46: bool             # figs 4.7-4.9 on fig 4.6's SGD run (paper) or fig 4.11's
-    probe_lc_points: int             # q^LC records, the start and the end included (digest: 6)
-    probe_lc_per_class: int          # q^LC probe examples per class (digest: 2)
+    probe_lc_points: int             # q^LC records, the start and the end included (ours: 6)
+    probe_lc_per_class: int          # q^LC probe examples per class (ours: 2)
     probe_lc_columns: int | None     # None: exact logit Hessians; m: m sampled columns (item 8)
-    probe_sl_per_class: int          # q^SL probe examples per class (digest: 20)
-    probe_sl_every: int              # steps between q^SL records (digest: 10)
-    e1_store_every: int              # steps between stored class-gradient directions (digest: 1)
+    probe_sl_per_class: int          # q^SL probe examples per class (ours: 20)
+    probe_sl_every: int              # steps between q^SL records (ours: 10)
+    e1_store_every: int              # steps between stored class-gradient directions (1: all)
     e1_store_first: int              # ... and every step of the first this many (0: none)
-    e1_rtol: float                   # E.1a's relative rank tolerance (digest sec. 5 item 12: 0.1)
+    e1_rtol: float                   # E.1a's relative rank tolerance (unstated; ours: 0.1)
     # Fig 4.10: SGD vs QN over batch sizes (the thesis's MNIST sweep; QN gamma as app. E.4).
     bs_dataset: str
     bs_n_train: int | None           # training examples (None: the whole split); 1st batch = all
@@ -79,13 +81,13 @@ class Settings(ChapterSettings):
     alg5_width: float
     alg5_batch_size: int
     alg5_epochs: int
-    alg5_sample: int                 # s, the window (sec. 4.4.4: 250; the digest's digits: 50)
+    alg5_sample: int                 # s, the window (sec. 4.4.4: 250; on the digits: 50)
     alg5_eta_max: float              # eta', the bound (and SGD's high lr): 1
     alg5_sgd_lr: float               # "a better learning rate for SGD, 0.1"
     alg5_seeds: int                  # the thesis shows one run; the checks pair seeds
     # Figs 4.15 (phi_t per filter) and 4.16 (gradient cohesion): SGDM runs with gradient probes
-    # (`lalr_core.methods.gradient_probes`), on the chapter's dataset / split.
-    probe_lr: float                  # SGDM of both (digest sec. 6: 0.05 / 0.9; paper: E.4's 0.1)
+    # (`lalr_core.methods.curvature.gradient_probes`), on the chapter's dataset / split.
+    probe_lr: float                  # SGDM of both (quick: 0.05 / 0.9; paper: E.4's 0.1)
     probe_momentum: float
     phi_model: str                   # fig 4.15: TinyCNN-32 (BasicCNN, 32 filters x 288 at quick)
     phi_width: float
@@ -205,14 +207,15 @@ _FIG410_FIG420 = {
         "alg5_n_train": None, "alg5_model": "basic_cnn", "alg5_width": 0.5,
         "alg5_batch_size": 32, "alg5_epochs": 2, "alg5_sample": 10, "alg5_eta_max": 1.0,
         "alg5_sgd_lr": 0.1, "alg5_seeds": 2},
-    # the digest's sec. 6 rows 4.10 and 4.20 on the collection's 1347 digits. Fig 4.10: batch
-    # sizes full / 4 / 15 batches per epoch (90, the digest's size: 84 = 1347 / 16 leaves a last
-    # batch of 3, whose step and batch-norm statistics spike the held-out loss right before each
+    # our reduction of figs 4.10 and 4.20 to the collection's 1347 digits. Fig 4.10: batch
+    # sizes full / 4 / 15 batches per epoch (90, not 84 = 1347 / 16, which leaves a last batch
+    # of 3, whose step and batch-norm statistics spike the held-out loss right before each
     # evaluation); lr 0.1 (at 0.01 QN leads throughout 300 steps: no crossover to test); 100
-    # steps per run (the digest: 300 / 400 / 480, beyond the chapter's time budget: the QN step
-    # at full batch costs ~0.1 s on one core); 3 seeds. Fig 4.20 as the digest: batch 32, 10
-    # epochs, s = 50, on 1344 = 42 x 32 of the 1347 images (1347 leaves a last batch of 3: at lr 1
-    # its step, right before each evaluation, sent the held-out loss to 10-60).
+    # steps per run (300-480 would be closer to the thesis's epochs but beyond the chapter's
+    # time budget: the QN step at full batch costs ~0.1 s on one core); 3 seeds. Fig 4.20:
+    # batch 32, 10 epochs, s = 50 (the window must fill well before the 420-step run ends; 250
+    # would take 60 % of it), on 1344 = 42 x 32 of the 1347 images (1347 leaves a last batch of 3: at lr 1 its
+    # step, right before each evaluation, sent the held-out loss to 10-60).
     "quick": {
         "bs_dataset": "digits", "bs_n_train": None, "bs_model": "basic_cnn", "bs_width": 0.5,
         "bs_batch_sizes": (1347, 337, 90), "bs_steps": 100, "bs_lr": 0.1, "bs_seeds": 3,
@@ -221,11 +224,12 @@ _FIG410_FIG420 = {
         "alg5_sgd_lr": 0.1, "alg5_seeds": 3},
     # fig 4.10: MNIST with 50 000 training images (the footnote: "MNIST only has 50,000
     # training samples"), the caption's lr 0.01, QN gamma 0.9 (app. E.4), plain SGD (the
-    # caption's "standard SGD"), the digest's batch sizes (sec. 5 item 10; the thesis names
-    # only ">= 32768" and the full batch), ~500 steps (>= 100 epochs at full batch, as the
-    # digest asks), BasicCNN (app. D) as the unstated small CNN. Fig 4.20: ResNet-20 /
-    # CIFAR-10 (the chapter's 45 000 / 10 000), s = 250, eta' = 1, SGD at 1 and 0.1; the
-    # digest's batch 128 and 30 epochs (unstated in the thesis); 3 seeds (the thesis: one run).
+    # caption's "standard SGD"), batch sizes halving from 32 768 below the full batch (the
+    # thesis names only ">= 32768" and the full batch), ~500 steps (>= 100 epochs at full
+    # batch, so that the full batch gets as many epochs as the thesis's curves show), BasicCNN
+    # (app. D) as the unstated small CNN. Fig 4.20: ResNet-20 / CIFAR-10 (the chapter's
+    # 45 000 / 10 000), s = 250, eta' = 1, SGD at 1 and 0.1; batch 128 and 30 epochs (ours:
+    # unstated in the thesis); 3 seeds (the thesis: one run).
     "paper": {
         "bs_dataset": "mnist", "bs_n_train": 50_000, "bs_model": "basic_cnn", "bs_width": 1.0,
         "bs_batch_sizes": (50_000, 32_768, 16_384, 8_192, 4_096), "bs_steps": 500,
@@ -236,14 +240,14 @@ _FIG410_FIG420 = {
 }
 
 
-# Figs 4.15 / 4.16. quick: the digest's sec. 6 (SGDM 0.05 / 0.9; fig 4.15: batch 32, 15 epochs,
-# every step, conv2 of BasicCNN at width 1 = 32 filters of 32 x 3 x 3 = 288, the digest's
-# TinyCNN-32; fig 4.16: BasicCNN-BN at width 0.5, batch 32, 5 epochs, 25 probes per epoch of d =
-# 10 gradients at batch sizes 4, 32, 256). paper: the thesis's ResNet-18 / CIFAR-10 (kuangliu's
+# Figs 4.15 / 4.16. quick, our reduction (SGDM 0.05 / 0.9; fig 4.15: batch 32, 15 epochs,
+# every step, conv2 of BasicCNN at width 1 = 32 filters of 32 x 3 x 3 = 288; fig 4.16:
+# BasicCNN-BN at width 0.5, batch 32, 5 epochs, 25 probes per epoch of d = 10 gradients at
+# batch sizes 4, 32, 256: from an eighth of the training batch to 8 times it). paper: the thesis's ResNet-18 / CIFAR-10 (kuangliu's
 # CIFAR layout, 11.2M parameters), its "second convolutional layer" layer1.0.conv1 (64 filters x
 # 576), 200 epochs (the shorter of its 200 / 1000), app. E.4's lr 0.1 / momentum 0.9, batch 128
 # (not stated), every 25th step (2,816 records, ~0.8 GB); fig 4.16's model and batch sizes are
-# not stated: the digest's ResNet-20 / CIFAR-10 with 32, 128, 512, 2048.
+# not stated: ResNet-20 / CIFAR-10 (fig 4.20's) with 32, 128, 512, 2048 (ours).
 _PROBES_QUICK = {
     "probe_lr": 0.05, "probe_momentum": 0.9,
     "phi_model": "basic_cnn", "phi_width": 1.0, "phi_layer": "conv2",
@@ -264,15 +268,16 @@ _PROBES = {
               "cohesion_epochs": 20, "cohesion_batches": (32, 128, 512, 2048), "cohesion_d": 10,
               "cohesion_per_epoch": 25, "cohesion_mode": "train", "cohesion_seeds": 3},
 }
-_PROBE_DIGEST = dict(probe_lc_points=6, probe_lc_per_class=2, probe_lc_columns=None,
+_PROBE_DEFAULTS = dict(probe_lc_points=6, probe_lc_per_class=2, probe_lc_columns=None,
                      probe_sl_per_class=20, probe_sl_every=10, e1_store_every=1, e1_store_first=0,
                      e1_rtol=0.1)
-_SUBSPACE = {  # figs 4.7-4.9, E.1 (paper: ResNet-9 samples 32 Hessian columns per example, digest
-    # sec. 5 item 8; q^SL twice an epoch; E.1 stores every step of the first 50, then every 50th)
-    "smoke": dict(probe_on_fig46=False, **{**_PROBE_DIGEST, "probe_lc_points": 3,
+_SUBSPACE = {  # figs 4.7-4.9, E.1 (paper: ResNet-9 samples 32 Hessian columns per example, as
+    # exact logit Hessians of 6.5M parameters do not fit in memory; q^SL twice an epoch; E.1
+    # stores every step of the first 50, then every 50th, to bound memory)
+    "smoke": dict(probe_on_fig46=False, **{**_PROBE_DEFAULTS, "probe_lc_points": 3,
                                           "probe_sl_per_class": 5, "probe_sl_every": 4}),
-    "quick": dict(probe_on_fig46=False, **_PROBE_DIGEST),
-    "paper": dict(probe_on_fig46=True, **{**_PROBE_DIGEST, "probe_lc_columns": 32,
+    "quick": dict(probe_on_fig46=False, **_PROBE_DEFAULTS),
+    "paper": dict(probe_on_fig46=True, **{**_PROBE_DEFAULTS, "probe_lc_columns": 32,
                                          "probe_sl_every": 22, "e1_store_every": 50,
                                          "e1_store_first": 50}),
 }
@@ -287,7 +292,7 @@ PROFILES = {
         hessian_width=0.25, hessian_epochs=2, hessian_examples=64, workers=2, **_E4,
         **_FIG410_FIG420["smoke"], **_PROBES["smoke"],
         **_SUBSPACE["smoke"]),
-    # the digest's sec. 6 reduction; 5 seeds for the comparisons (digest: 3)
+    # our reduction to a 2-core CPU; 5 seeds for the comparisons
     "quick": Settings(
         **_KNOWN, dataset="digits", synthetic=False, n_train=None, n_test=None,
         model="basic_cnn", width=0.5, batch_size=128, seeds=5, fig46_lr=0.01, fig46_wd=5e-4,
@@ -297,7 +302,8 @@ PROFILES = {
         **_SUBSPACE["quick"]),
     # the thesis's setting where it states one: ResNet-9 / CIFAR-10, batch 1024, 50 epochs
     # (fig 4.6; app. E.4), 3 seeds; fig 4.11's ~60k CNN is not given: BasicCNN at width 2
-    # (~60k parameters, CIFAR-10), its Hessian on 10 000 examples (digest sec. 5 item 11)
+    # (~60k parameters, CIFAR-10), its Hessian on 10 000 examples (ours: the thesis does not
+    # say which examples)
     "paper": Settings(
         **_KNOWN, dataset="cifar10", synthetic=False, n_train=45_000, n_test=None,
         model="resnet9", width=1.0, batch_size=1024, seeds=3, fig46_lr=0.01, fig46_wd=5e-4,

@@ -2,7 +2,7 @@
 and the summaries the notebook reads.
 
 ``settings`` holds the typed `Settings` and ``PROFILES`` (``paper`` = the source's setting,
-``quick`` = the digest's section-6 reduction on Fashion-MNIST, ``smoke`` = the same code on
+``quick`` = our reduction on Fashion-MNIST, ``smoke`` = the same code on
 synthetic data in seconds); ``runs`` the builders that turn settings into ``RunConfig`` lists,
 section by section; ``summaries`` the tables and the source's numbers; ``verdicts`` the
 intervals behind each check and how a claim over several models combines them. ``CHAPTER``
@@ -15,6 +15,7 @@ from lalr_core.chapters.ch06_orthogonal_sgdm.runs import (
     TABLE51_BASES,
     VARIANTS,
     ablation_configs,
+    null_configs,
     barlow_twins_configs,
     fig57_configs,
     is_orthogonalised,
@@ -55,13 +56,13 @@ from lalr_core.chapters.ch06_orthogonal_sgdm.verdicts import (
     texts,
     vs_source,
 )
-from lalr_core.core.chapter import Chapter
+from lalr_core.core.runs.chapter import Chapter
 
 CHAPTER = Chapter(id="06", title="Orthogonal SGDM: orthogonalising gradients per layer",
                   profiles=PROFILES, sections=section_runs, run_cost=run_cost)
 
 __all__ = [
-    "CHAPTER", "PROFILES", "TABLE51_BASES", "VARIANTS", "Settings", "ablation_configs",
+    "CHAPTER", "PROFILES", "TABLE51_BASES", "VARIANTS", "Settings", "ablation_configs", "null_configs",
     "barlow_twins_configs", "beside_source", "epochs_to_reach", "fig57_configs",
     "is_orthogonalised", "mean_se", "probe_callbacks", "read_source", "run_cost", "run_table",
     "running_mean", "section_runs", "suite_configs", "table51_configs", "table54_configs",

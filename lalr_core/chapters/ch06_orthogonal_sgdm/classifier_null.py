@@ -1,4 +1,4 @@
-"""Chapter 06 (issue 12, not a source item): the classifier's null direction in Orth-SGDM.
+"""Chapter 06 (our addition, not a source item): the classifier's null direction in Orth-SGDM.
 
 Under softmax cross-entropy the classifier's weight gradient ``G = (P - Y)^T H / B`` (``[C, d]``)
 has rows summing to zero (each softmax-minus-one-hot row of ``P - Y`` does), so its rank is at
@@ -18,7 +18,7 @@ floats only by rounding, which training amplifies like any perturbation (`exact_
 measures both). Under Adam the per-coordinate scaling mixes the two parts, so there the
 completion does change the trained network.
 
-`null_split` measures one gradient, `exact_probe` a few float64 steps, `null_configs` builds
+`null_split` measures one gradient, `exact_probe` a few float64 steps, `runs.null_configs` builds
 the cached runs (drop runs beside Orth-SGDM's complete runs, seed by seed), `null_accuracy`
 judges them.
 """
@@ -36,15 +36,16 @@ import numpy as np
 import pandas as pd
 import torch
 
-from lalr_core.chapters.ch06_orthogonal_sgdm.runs import untuned, with_probes
+from lalr_core.chapters.ch06_orthogonal_sgdm.runs import untuned
 from lalr_core.chapters.ch06_orthogonal_sgdm.settings import Settings, check_null_settings
-from lalr_core.core.config import RunConfig
-from lalr_core.core.evidence import Evidence, bootstrap_difference, paired_difference
-from lalr_core.core.layers import weight_layers
-from lalr_core.core.optim import make_optimizer
+from lalr_core.core.loop.config import RunConfig
+from lalr_core.core.results.evidence import Evidence, bootstrap_difference, paired_difference
+from lalr_core.core.models.layers import weight_layers
+from lalr_core.core.loop.optim import make_optimizer
 from lalr_core.core.runs import cached
-from lalr_core.core.train import initial_model
-from lalr_core.methods.orthogonal import GradTransform, newton_schulz, null_tolerance, svd_polar
+from lalr_core.core.loop.train import initial_model
+from lalr_core.methods.orthogonal.transform import GradTransform
+from lalr_core.methods.orthogonal.polar import newton_schulz, null_tolerance, svd_polar
 
 RULES = ("complete", "drop")
 # The source on its conv-only variant (sec. 5.5.6, after table 5.6), verbatim.
@@ -254,22 +255,6 @@ def probe_table(s: Settings) -> pd.DataFrame:
 
 
 # ----------------------------------------------------------------------------- the runs
-def null_configs(s: Settings) -> tuple[list[RunConfig], list[dict]]:
-    """Per model of ``s.null_seeds`` and seed: Orth-SGDM as the source (``complete``; the
-    suite's runs, shared through the cache with the same probes) and with the null direction
-    dropped; plus Newton-Schulz where the suite trains it (seeds below ``ns_seeds``)."""
-    check_null_settings(s)
-    drop = (GradTransform("orth", null="drop"),)
-    cfgs = []
-    for model, n in s.null_seeds.items():
-        for seed in range(n):
-            cfgs += [untuned(s, model, "orth_sgdm", seed),
-                     untuned(s, model, seed=seed, methods=drop)]
-            if model in s.suite_models and seed < s.ns_seeds:
-                cfgs.append(untuned(s, model, "ns_orth_sgdm", seed))
-    return cfgs, with_probes(s, cfgs)
-
-
 def rule_of(cfg: RunConfig) -> str:
     """``"complete"``, ``"drop"`` or ``"newton_schulz"`` of an Orth-SGDM config."""
     gt = cfg.method("grad_transform")
@@ -307,7 +292,7 @@ def null_accuracy(cfgs: Sequence[RunConfig], results: Sequence[dict],
     complete - drop (points) against ``|difference| <= tolerance[model]``.
 
     Several seeds: paired t over seeds; one seed: paired bootstrap over the test examples
-    (`lalr_core.core.evidence`). Models without a finite tolerance get no evidence.
+    (`lalr_core.core.results.evidence`). Models without a finite tolerance get no evidence.
     ``drop_minus_ns`` compares the two rules that both leave out the null direction, over the
     seeds Newton-Schulz has (its interval, judged against 0).
     """

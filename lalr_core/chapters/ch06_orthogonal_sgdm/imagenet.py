@@ -6,7 +6,7 @@
   backbone's conv weights orthogonalised), batch 1024, other settings the official BT ones
   (`ImageNetBarlowTwinsTask`, `barlow_twins_config`).
 
-Both are tasks of the one training loop (`lalr_core.core.train`), like the reduced runs of
+Both are tasks of the one training loop (`lalr_core.core.loop.train`), like the reduced runs of
 `unsupervised`: the task loads the folder, builds the model, yields the batches (seeding each
 epoch's order, `seed_epoch`) and computes the loss; the loop supplies seeding, the optimiser
 (``sgdm``, or ``lars`` with ``optimizer_params`` ``eta``), the orthogonalising method
@@ -69,13 +69,13 @@ from lalr_core.chapters.ch06_orthogonal_sgdm.imagenet_data import (
     require_imagenet,
     seed_epoch,
 )
-from lalr_core.core.config import TASKS, RunConfig, TaskConfig
-from lalr_core.core.models import TORCHVISION_ARCHS, TORCHVISION_NAMES, build_model
+from lalr_core.core.loop.config import TASKS, RunConfig, TaskConfig
+from lalr_core.core.models.networks import TORCHVISION_ARCHS, TORCHVISION_NAMES, build_model
 from lalr_core.core.runs import active_cache
-from lalr_core.core.ssl_models import BarlowTwins, barlow_twins_loss
-from lalr_core.core.train import resolve_device, train
-from lalr_core.methods.orthogonal import METHODS as ORTH_METHODS
-from lalr_core.methods.orthogonal import GradTransform
+from lalr_core.core.models.ssl import BarlowTwins, barlow_twins_loss
+from lalr_core.core.loop.train import resolve_device, train
+from lalr_core.methods.orthogonal.polar import METHODS as ORTH_METHODS
+from lalr_core.methods.orthogonal.transform import GradTransform
 
 __all__ = [  # the data names are re-exported from imagenet_data
     "BARLOW_DEFAULTS", "CLASSIFIER_DEFAULTS", "IMAGENET_MEAN", "IMAGENET_STD", "LAYOUT",
@@ -88,7 +88,7 @@ __all__ = [  # the data names are re-exported from imagenet_data
 
 CLASSIFIER_DEFAULTS: dict[str, Any] = dict(  # fig 5.7 (sec. 5.4.1.1 "untuned")
     model="resnet34", grad_transform="none", orth_method="svd",  # "none" = SGDM, "orth"
-    lr=1e-2, momentum=0.9, wd=5e-4,  # lr per step, constant (no schedule, digest G26)
+    lr=1e-2, momentum=0.9, wd=5e-4,  # lr per step, constant (§5.4.1.1 names no schedule)
     batch_size=1024, epochs=100, workers=8, seed=0, device="auto",
     bf16=True,  # autocast on CUDA only; weights, gradients and SVDs stay float32
     root=None, crop=224,  # crop: training/evaluation side in pixels (tests use 32)
@@ -424,7 +424,7 @@ def train_imagenet_classifier(params: Mapping[str, Any], *,
         progress: tqdm bar over epochs.
 
     Returns:
-        `lalr_core.core.train.train`'s result: ``history`` (one row per epoch: ``step``,
+        `lalr_core.core.loop.train.train`'s result: ``history`` (one row per epoch: ``step``,
         ``train_loss``, ``val_loss``, ``val_acc``, ...), ``steps``, ``final``, ``diverged``,
         ``optimizer_stats``, ...
 
@@ -448,7 +448,7 @@ def train_imagenet_barlow_twins(params: Mapping[str, Any], *,
         progress: tqdm bar over epochs.
 
     Returns:
-        `lalr_core.core.train.train`'s result: ``steps`` (step, epoch, lr of the weights,
+        `lalr_core.core.loop.train.train`'s result: ``steps`` (step, epoch, lr of the weights,
         loss), ``history`` (per epoch), ``diverged``, ``optimizer_stats``, ``wall_time_s``, ...
 
     Raises:

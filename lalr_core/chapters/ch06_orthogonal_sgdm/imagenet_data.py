@@ -118,7 +118,7 @@ def _bt_view(crop: int, blur_p: float, solarize_p: float):
 
 
 def imagenet_transforms(crop: int = 224, two_views: bool = False):
-    """``(train, eval)`` transforms: torchvision's ResNet recipe (digest G26) or BT's views.
+    """``(train, eval)`` transforms: torchvision's ResNet recipe (the thesis states none) or BT's views.
 
     Train: RandomResizedCrop(crop) + horizontal flip; with ``two_views``, the asymmetric
     BT pair (blur p 1.0 / 0.1, solarisation p 0.0 / 0.2). Eval: resize the short side to

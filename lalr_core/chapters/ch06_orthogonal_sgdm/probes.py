@@ -4,11 +4,11 @@ Each probe watches named modules or parameters, keeps small records (never the t
 and returns plain DataFrames / arrays from ``result()`` so figures are drawn from the cache:
 
 * `FilterCosineProbe` -- figs 5.10/5.11: five-number summary of the |cos| set between the
-  filters' *weights* of a layer, every ``every`` batches (digest G14);
+  filters' *weights* of a layer, every ``every`` batches (eq. 5.10 and the author's code use weights; the captions say gradients);
 * `RepresentationProbe` -- fig 5.12: ``E[R_l]`` of post-ReLU block outputs on the first
-  ``samples`` samples of every ``every``-th training batch (digest G15);
+  ``samples`` samples of every ``every``-th training batch (as the author's code does);
 * `ZeroGradProbe` -- fig 5.13: number of exactly-zero (and ``|g| <= eps``) entries of a layer's
-  raw gradient per batch, the "temporarily disabled parameters" (digest G16);
+  raw gradient per batch, the "temporarily disabled parameters" (``eps`` = 1e-4 is the author's code's);
 * `SymmetryProbe` -- figs I.1/I.2: per-filter ``phi_t`` and ``phi_t(pi)`` (eqs. 4.56, I.8).
 
 Hooks: ``on_train_start(model)``, ``on_backward(model)`` (raw gradients, before clipping and
@@ -23,9 +23,13 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 
-from lalr_core.core.callbacks import CALLBACKS
-from lalr_core.methods.similarity import (channel_similarity, five_numbers, pairwise_abs_cos,
-                                          rowwise_cos)
+from lalr_core.core.loop.callbacks import CALLBACKS
+from lalr_core.methods.similarity.cosine_sets import (
+    channel_similarity,
+    five_numbers,
+    pairwise_abs_cos,
+    rowwise_cos,
+)
 
 
 def _module(model: torch.nn.Module, name: str) -> torch.nn.Module:
@@ -186,7 +190,7 @@ class SymmetryProbe(_Probe):
 
     Keeps ``theta_t`` and the raw gradient ``g_t`` of the layer every ``every`` batches (on the
     CPU), and ``theta_tau`` = the weights after the last step. ``pi`` permutes the output
-    channels (filters) of ``theta_tau`` and is redrawn for every kept batch (digest G24).
+    channels (filters) of ``theta_tau`` and is redrawn for every kept batch (our choice; the thesis does not say).
     ``result()``: dict with ``steps`` ``[T]``, ``phi`` and ``phi_perm`` ``[T, N_l]``, ``fan_in``.
     """
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from lalr_core.chapters.ch06_orthogonal_sgdm.settings import Settings
+from lalr_core.chapters.ch06_orthogonal_sgdm.settings import Settings, check_null_settings
 from lalr_core.chapters.ch06_orthogonal_sgdm.unsupervised import BarlowTwinsTask, PoissonVAETask
-from lalr_core.core.chapter import Sections
-from lalr_core.core.config import RunConfig
-from lalr_core.methods.orthogonal import GradTransform
+from lalr_core.core.runs.chapter import Sections
+from lalr_core.core.loop.config import RunConfig
+from lalr_core.methods.orthogonal.transform import GradTransform
 
 # Optimiser variants: name -> RunConfig changes on top of the base optimiser.
 VARIANTS: dict[str, dict[str, Any]] = {
@@ -23,7 +23,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
 TABLE51_BASES = ("sgdm", "adam", "sgdm_clip", "adam_clip")  # + orth_ each; adamw at paper
 
 # Table 5.1 caption; quick keeps the source's lr/wd except Adam's lr (``t51_adam_lr``) and
-# SGDM's wd (``t51_sgdm_wd``) (digest sec. 6).
+# SGDM's wd (``t51_sgdm_wd``) (our reduction).
 _T51 = dict(
     sgdm=dict(optimizer="sgdm", lr=0.05, momentum=0.85, wd=1e-2),
     sgdm_clip=dict(optimizer="sgdm", lr=0.05, momentum=0.85, wd=1e-4, clip_grad_norm=1.0),
@@ -176,9 +176,24 @@ def section_runs(s: Settings) -> Sections:
     out["fig5.10"] = (cos, [{"filter_cos": {"layers": list(s.cos_layers),
                                             "every": s.cos_every}}] * len(cos))
     out["figI"] = (sym, [{"symmetry": {"layer": s.sym_layer, "every": s.sym_every}}] * len(sym))
-    from lalr_core.chapters.ch06_orthogonal_sgdm import classifier_null  # imports this module
-    out["classifier_null"] = classifier_null.null_configs(s)
+    out["classifier_null"] = null_configs(s)
     return out
+
+
+def null_configs(s: Settings) -> tuple[list[RunConfig], list[dict]]:
+    """Per model of ``s.null_seeds`` and seed: Orth-SGDM as the source (``complete``; the
+    suite's runs, shared through the cache with the same probes) and with the null direction
+    dropped; plus Newton-Schulz where the suite trains it (seeds below ``ns_seeds``)."""
+    check_null_settings(s)
+    drop = (GradTransform("orth", null="drop"),)
+    cfgs = []
+    for model, n in s.null_seeds.items():
+        for seed in range(n):
+            cfgs += [untuned(s, model, "orth_sgdm", seed),
+                     untuned(s, model, seed=seed, methods=drop)]
+            if model in s.suite_models and seed < s.ns_seeds:
+                cfgs.append(untuned(s, model, "ns_orth_sgdm", seed))
+    return cfgs, with_probes(s, cfgs)
 
 
 def barlow_twins_configs(s: Settings) -> list[RunConfig]:

@@ -1,8 +1,8 @@
 """Chapter 06's settings: one typed, checked field per setting, and their values per profile.
 
-``paper`` is the source's setting (digest sec. 3: "5.4.1-untuned" = CIFAR-10 40k/10k, batch
-1024, lr 1e-2, momentum 0.9, wd 5e-4, 100 epochs, no schedule, 5 runs; the table 5.1 sets with
-MultiStep x0.1 at 100/150 of 200 epochs). ``quick`` is the digest's section-6 reduction on
+``paper`` is the source's setting (``[Tuddenham2026]`` §5.4.1: "5.4.1-untuned" = CIFAR-10
+40k/10k, batch 1024, lr 1e-2, momentum 0.9, wd 5e-4, 100 epochs, no schedule named, 5 runs; the
+table 5.1 sets with MultiStep x0.1 at 100/150 of 200 epochs). ``quick`` is our reduction on
 Fashion-MNIST (10k/2k/2k); ``smoke`` the same code on synthetic data in seconds.
 """
 
@@ -14,9 +14,9 @@ from dataclasses import dataclass
 
 import torch
 
-from lalr_core.core.chapter import ChapterSettings, check_names, positive
+from lalr_core.core.runs.chapter import ChapterSettings, check_names, positive
 from lalr_core.core.data import check_dataset_name
-from lalr_core.core.models import TORCHVISION_ARCHS, build_model, check_model_name
+from lalr_core.core.models.networks import TORCHVISION_ARCHS, build_model, check_model_name
 from lalr_core.core.runs import EXECUTORS
 
 
@@ -125,7 +125,7 @@ class Settings(ChapterSettings):
     # Execution: parallel training processes and the sweep's executor.
     workers: int
     executor: str | None      # "local" or "ray" (pip install .[distributed])
-    # The classifier's null direction (issue 12; not a source item, `classifier_null`).
+    # The classifier's null direction (our addition, not a source item: `classifier_null`).
     null_seeds: dict          # model -> Orth-SGDM runs with the null direction dropped, seeds
                               # 0, 1, ..., each paired with the complete (source) run of its seed
     null_probe: tuple[str, ...]  # models of the float64 complete-vs-drop probe
@@ -236,7 +236,8 @@ def _check_imagenet(params: dict) -> None:
 
 
 # ----------------------------------------------------------------------------- profiles
-# The untuned base (sec. 5.4.1.1 / run.sh, digest G20) and fig 5.13's running mean, everywhere.
+# The untuned base (sec. 5.4.1.1; tables 5.5, 5.6 and figs 5.12-5.14 say "trained as in
+# §5.4.1", read as this base) and fig 5.13's running mean, everywhere.
 _SOURCE = dict(lr=1e-2, momentum=0.9, wd=5e-4, f51_model="resnet20", tdp_window=50)
 _COMMON_SMALL = dict(
     suite_models=("basic_cnn", "resnet8", "mlp"), widths={"resnet8": 0.5},
@@ -253,9 +254,9 @@ _COMMON_SMALL = dict(
     source_analogue={"resnet8": "resnet20"},  # reduced model -> the source model it stands for
 )
 # Figs 5.7-5.9 at every profile: the source's ImageNet ResNet-34 run (sec. 5.4.1.1), the
-# reduced Barlow Twins (digest sec. 6: LARS trust 1e-3, momentum 0.9, lr 0.2, wd 1.5e-6,
-# lambda 5e-3, views = crop pad 2 + noise 0.1, projector 256-256; the check averages the first
-# 100 steps) and the P-VAE (Adam 1e-3, batch 128).
+# reduced Barlow Twins (LARS trust 1e-3, momentum 0.9, lr 0.2, wd 1.5e-6: the Barlow Twins
+# defaults, [Zbontar2021]; ours: lambda 5e-3, views = crop pad 2 + noise 0.1, projector 256-256,
+# and the check averaging the first 100 steps) and the P-VAE (Adam 1e-3, batch 128).
 _UNSUPERVISED = dict(
     f57_imagenet=dict(model="resnet34", lr=1e-2, momentum=0.9, wd=5e-4, batch_size=1024,
                       epochs=100),

@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 
 from lalr_core.chapters.ch06_orthogonal_sgdm.runs import VARIANTS
-from lalr_core.core import tables
-from lalr_core.core.config import RunConfig
+from lalr_core.core.results import tables
+from lalr_core.core.loop.config import RunConfig
 
 
 def variant_of(cfg: RunConfig) -> str:
@@ -27,7 +27,7 @@ def run_table(configs: list[RunConfig], results: list[dict], **labels) -> pd.Dat
     constant columns), every final train/val/test loss and accuracy (fractions), diverged,
     wall time.
 
-    A diverged run's accuracies are recorded as 0 (digest G22: the "0.00 +- 0.00" cells).
+    A diverged run's accuracies are recorded as 0 (which reproduces the source's "0.00 +- 0.00" cells).
     """
     df = tables.run_table(configs, results, lambda cfg: {
         "model": cfg.model, "variant": variant_of(cfg), "optimizer": cfg.optimizer,
@@ -39,7 +39,7 @@ def run_table(configs: list[RunConfig], results: list[dict], **labels) -> pd.Dat
 
 
 def mean_se(df: pd.DataFrame, by: list[str], cols=("test_loss", "test_acc")) -> pd.DataFrame:
-    """Mean and standard error (sample std / sqrt(n), digest G21) of ``cols`` per group;
+    """Mean and standard error (sample std / sqrt(n), our reading of the source's SE) of ``cols`` per group;
     accuracies in percent."""
     out = []
     for key, g in df.groupby(by, sort=False):
@@ -74,7 +74,7 @@ def running_mean(x, n: int) -> np.ndarray:
 def read_source(table: str, root=None) -> pd.DataFrame:
     """The source's table ``"5.1"`` ... ``"5.6"`` from ``data/reference/ch06_table<N>.csv``,
     with ``opt`` renamed ``variant`` and table 5.6's long form pivoted to ``<metric>_mean/_se``."""
-    from lalr_core.core.provenance import repo_root
+    from lalr_core.core.results.provenance import repo_root
 
     path = (root or repo_root() / "data" / "reference") / f"ch06_table{table}.csv"
     if not path.is_file():

@@ -1,15 +1,15 @@
 """Reduced Barlow Twins (fig 5.8) and Poisson-VAE (fig 5.9) of chapter 06 (seed 004 ch. 5).
 
-Both are tasks of the one training loop (`lalr_core.core.train`), so their runs are ordinary
+Both are tasks of the one training loop (`lalr_core.core.loop.train`), so their runs are ordinary
 cached training units with the loop's seeding, checkpoints and divergence handling. Their
-settings are the digest's section-6 reductions on Fashion-MNIST:
+settings are our reductions on Fashion-MNIST (the thesis gives neither model):
 
 * Barlow Twins: BasicCNN trunk -> projector 512-256-256 (not orthogonalised, sec. 5.5.6);
   views = random crop (pad 2) + Gaussian noise sigma 0.1; lambda 5e-3; LARS vs Orth-LARS
   (only the trunk's conv weights orthogonalised). The paper-scale ImageNet version is
   ``lalr_core.chapters.ch06_orthogonal_sgdm.imagenet``.
 * VAE: MLP encoder 784-256-32 / decoder with a Poisson likelihood on counts round(10 x)
-  (the thesis's description, digest G17); Adam lr 1e-3, batch 128; Orth-Adam orthogonalises
+  (the thesis's description; the cited P-VAE has Poisson latents instead); Adam lr 1e-3, batch 128; Orth-Adam orthogonalises
   the *encoder* weights only; held-out MSE of the decoder mean every ``eval_every_steps``.
 
 Both count steps, not epochs (as the source does): a run is one pass (``epochs=1``) of
@@ -24,14 +24,19 @@ from dataclasses import dataclass
 
 import torch
 
-from lalr_core.core.augmentation import augment
-from lalr_core.core.config import TASKS, RunConfig, TaskConfig
+from lalr_core.core.data.augmentation import augment
+from lalr_core.core.loop.config import TASKS, RunConfig, TaskConfig
 from lalr_core.core.data import DATASETS, ImageData, iterate_batches
-from lalr_core.core.models import BarlowTwins, PoissonVAE, barlow_twins_loss, basic_cnn_trunk
-from lalr_core.core.models import poisson_vae_loss
-from lalr_core.core.tasks import load_run_images
+from lalr_core.core.models.networks import (
+    BarlowTwins,
+    PoissonVAE,
+    barlow_twins_loss,
+    basic_cnn_trunk,
+)
+from lalr_core.core.models.networks import poisson_vae_loss
+from lalr_core.core.loop.tasks import load_run_images
 
-COUNT_SCALE = 10.0  # pixel intensity in [0, 1] -> Poisson counts round(10 x) (digest row 5.9)
+COUNT_SCALE = 10.0  # pixel intensity in [0, 1] -> Poisson counts round(10 x) (our choice)
 
 
 def step_stream(X: torch.Tensor, y: torch.Tensor, batch: int, steps: int, seed: int):

@@ -2,7 +2,7 @@
 models (cells, checkpoints) combines their intervals.
 
 Every comparison of accuracies or losses between runs is an `Evidence`
-(`lalr_core.core.evidence`): over seeds, a paired t interval (runs of the same seed share the
+(`lalr_core.core.results.evidence`): over seeds, a paired t interval (runs of the same seed share the
 initialisation and the data order); with one seed, the paired bootstrap over the test
 examples when the runs recorded ``test_correct``, else the conservative normal interval of
 two accuracies. A claim over several parts combines their verdicts:
@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from lalr_core.core.evidence import (
+from lalr_core.core.results.evidence import (
     BOOTSTRAP_RESAMPLES,
     CONFIDENCE,
     Evidence,
@@ -36,7 +36,7 @@ from lalr_core.core.evidence import (
     paired_difference,
     texts,  # noqa: F401
 )
-from lalr_core.core.models import build_model
+from lalr_core.core.models.networks import build_model
 
 IMAGENET_VAL_IMAGES = 50_000  # ImageNet's validation split, behind fig 5.7's accuracies
 LOG2_RATIO_CAP = 10.0         # |log2 ratio| cap when one count is 0 (fig 5.13)
@@ -45,7 +45,7 @@ LOG2_RATIO_CAP = 10.0         # |log2 ratio| cap when one count is 0 (fig 5.13)
 # ----------------------------------------------------------------------------- one comparison
 def run_value(res: Mapping, value: str | Callable = "test_acc") -> float:
     """A run's number: ``res["final"][value]`` (a diverged run's accuracy is 0, its loss
-    NaN: digest G22), or ``value(res)`` when ``value`` is a function."""
+    NaN, as the source's "0.00 +- 0.00" cells suggest), or ``value(res)`` when ``value`` is a function."""
     if callable(value):
         return float(value(res))
     if res["diverged"]:

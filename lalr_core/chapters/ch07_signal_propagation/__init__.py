@@ -1,13 +1,13 @@
 """Chapter 07 (signal propagation and trainability at initialisation, seed 003 secs. 1.2-1.4
 and 4): its settings per profile. The chapter trains no network through the shared loop; its
-computations are `lalr_core.methods.nngp`, `mean_field`, `random_nets`, `trainability` and
+computations are `lalr_core.methods.signal.nngp`, `mean_field`, `random_nets`, `trainability` and
 `rank_collapse`, called from the notebook.
 """
 
 from __future__ import annotations
 
 from lalr_core.chapters.ch07_signal_propagation.settings import PROFILES, Settings
-from lalr_core.core.chapter import Chapter
+from lalr_core.core.runs.chapter import Chapter
 
 CHAPTER = Chapter(id="07", title="Signal propagation and trainability at initialisation",
                   profiles=PROFILES)

@@ -1,7 +1,8 @@
 """Chapter 07's settings: one typed, checked field per setting, and their values per profile.
 
-The digest's experiments E1-E8 (`spec/seed003_advanced_topics.md`, sec. 3) at their stated
-sizes at ``quick`` and ``paper`` (the digest measured most in seconds), smaller at ``smoke``.
+Our experiments E1-E8 on the lecture notes ``[ATDL-notes]`` (see REFERENCES.md) at their planned
+sizes at ``quick`` and ``paper`` (most run in seconds), smaller at ``smoke``. The notes give no
+sizes: a comment "planned: N" below is the value fixed when the experiments were designed.
 tanh at sigma_b^2 = 0.05 is the running example (critical sigma_w^2 = 1.76).
 """
 
@@ -9,41 +10,41 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from lalr_core.core.chapter import ChapterSettings, positive
+from lalr_core.core.runs.chapter import ChapterSettings, positive
 
 
 @dataclass(frozen=True)
 class Settings(ChapterSettings):
     """The settings of notebook 07 at one profile (see ``PROFILES``)."""
 
-    sigma_b2: float                     # the running example's bias variance (digest: 0.05)
+    sigma_b2: float                     # the running example's bias variance (0.05: Schoenholz et al.'s)
     phases: tuple[float, ...]           # ordered / critical / chaotic sigma_w^2 at sigma_b2
-    quad_nodes: int                     # Gauss-Hermite nodes (digest: 101)
+    quad_nodes: int                     # Gauss-Hermite nodes (planned: 101)
     # E1: chi_1 over (sigma_w^2, sigma_b^2) in [0.5, 5] x [0, 2]
-    e1_grid: tuple[int, ...]            # (n sigma_w^2, n sigma_b^2) (digest: 120 x 80)
-    e1_width: int                       # the empirical cross-check's width (digest: 1000)
+    e1_grid: tuple[int, ...]            # (n sigma_w^2, n sigma_b^2) (planned: 120 x 80)
+    e1_width: int                       # the empirical cross-check's width (planned: 1000)
     # E2 (and E3's fitted slopes): q^l, c^l of random nets
-    e2_width: int                       # digest: 1000
-    e2_depth: int                       # digest: 30
-    e2_seeds: int                       # digest: 5
+    e2_width: int                       # planned: 1000
+    e2_depth: int                       # planned: 30
+    e2_seeds: int                       # planned: 5
     # E3: trainability heatmap over (sigma_w^2, depth) on the digits, 6 xi_c overlay
     e3_sigma_w2: tuple[float, ...]
     e3_depths: tuple[int, ...]
-    e3_width: int                       # digest: 64
-    e3_steps: int                       # digest: 100 SGD steps
+    e3_width: int                       # planned: 64
+    e3_steps: int                       # planned: 100 SGD steps
     e3_lr: float
     # E4: per-layer gradient norms at init
-    e4_width: int                       # digest: 256
-    e4_depth: int                       # digest: 50
+    e4_width: int                       # planned: 256
+    e4_depth: int                       # planned: 50
     e4_seeds: int
     # E5: great-circle curve length through random tanh nets
-    e5_width: int                       # digest: 500
-    e5_depth: int                       # digest: 15
-    e5_points: int                      # digest: 1000 angles
+    e5_width: int                       # planned: 500
+    e5_depth: int                       # planned: 15
+    e5_points: int                      # planned: 1000 angles
     # E6: input-output Jacobian spectra, Gaussian vs orthogonal
-    e6_width: int                       # digest: 256-512
-    e6_depth: int                       # digest: 32
-    e6_draws: int                       # digest: 2
+    e6_width: int                       # planned: 256-512
+    e6_depth: int                       # planned: 32
+    e6_draws: int                       # planned: 2
     # E7: rank collapse of self-attention stacks
     e7_tokens: int
     e7_dim: int
@@ -51,8 +52,8 @@ class Settings(ChapterSettings):
     e7_depth: int
     e7_seeds: int
     # E8 (appendix): Linformer
-    e8_tokens: int                      # digest: 512
-    e8_ks: tuple[int, ...]              # digest: 16-256
+    e8_tokens: int                      # planned: 512
+    e8_ks: tuple[int, ...]              # planned: 16-256
     e8_seeds: int
 
     @property
@@ -92,7 +93,7 @@ PROFILES: dict[str, Settings] = {
                       e5_width=100, e5_depth=5, e5_points=100, e6_width=64, e6_depth=8,
                       e6_draws=1, e7_tokens=16, e7_dim=32, e7_heads=2, e7_depth=8, e7_seeds=2,
                       e8_tokens=128, e8_ks=(16, 64), e8_seeds=1, **_COMMON),
-    # The digest's sizes (E3's heatmap: 5 x 5 cells of 100 steps, its 8 x 6 reduced).
+    # The planned sizes (E3's heatmap: 5 x 5 cells of 100 steps, the planned 8 x 6 reduced).
     "quick": Settings(e1_grid=(120, 80), e1_width=1000, e2_width=1000, e2_depth=30, e2_seeds=5,
                       e3_depths=(5, 15, 30, 60, 100), e3_steps=100, e4_width=256, e4_depth=50,
                       e4_seeds=5, e5_width=500, e5_depth=15, e5_points=1000, e6_width=256,

@@ -11,7 +11,7 @@ library call never installs system packages: only the driver's data step (``make
 arrays through torchvision's dataset objects (``.data``/``.targets``, no per-sample
 ``__getitem__``), holds a validation set out of the official train split, and normalises
 in one vectorised op on the target device. ``iterate_batches`` runs on that device;
-augmentation is `lalr_core.core.augmentation`.
+augmentation is `lalr_core.core.data.augmentation`.
 
 Layout under the data root (default ``<repo>/data/datasets``, or ``$LALR_DATA_ROOT``) is
 torchvision's own: ``cifar-10-batches-py/``, ``cifar-100-python/``, ``MNIST/raw/``,
@@ -70,8 +70,8 @@ __all__ = [
     "split_indices", "synthetic_data",
 ]
 
-# Debian's `dataset-fashion-mnist` installs the four IDX files here, gzipped (see
-# spec/machine_measurements.md section 2). Tests point this at a temporary directory.
+# Debian's `dataset-fashion-mnist` installs the four IDX files here, gzipped. Tests point
+# this at a temporary directory.
 DEBIAN_FASHION_MNIST_DIR = Path("/usr/share/datasets/fashion-mnist")
 DEBIAN_FASHION_MNIST_PACKAGE = "dataset-fashion-mnist"
 _PROBE_TIMEOUT_S = 5.0  # seconds to wait for a TCP connection before calling us offline
@@ -247,7 +247,7 @@ def _sklearn_digits():
 
 
 def _read_digits(train: bool) -> tuple[torch.Tensor, torch.Tensor]:
-    """The digest's D-DIG split: stratified 1347 train / 450 test, ``random_state=0``."""
+    """The collection's digits split (ours): stratified 1347 train / 450 test, ``random_state=0``."""
     from sklearn.model_selection import train_test_split
     digits = _sklearn_digits()()
     X = torch.from_numpy((digits.images * 255.0 / 16.0).round()).to(torch.uint8).unsqueeze(1)

@@ -41,11 +41,11 @@ DATASETS: dict[str, DatasetSpec] = {
     "fashion_mnist": DatasetSpec(tvd.FashionMNIST, 1, 28, 10, (0.2860,), (0.3530,),
                                  60_000, 10_000),
     # sklearn digits (1797 images, values 0..16 stored as uint8 round(v * 255 / 16)); the
-    # "official" split is the digest's stratified 1347/450 (random_state 0); mean/std of its
+    # "official" split is our stratified 1347/450 (random_state 0); mean/std of its
     # train part (tests/test_data.py recomputes them).
     "digits": DatasetSpec(None, 1, 8, 10, (0.3053,), (0.3758,), 1347, 450),
 }
-DIGITS_SPLIT_SEED = 0  # seed 001 digest, "D-DIG"
+DIGITS_SPLIT_SEED = 0  # the collection's digits split (our choice)
 
 
 class DatasetMissingError(RuntimeError):

@@ -2,7 +2,7 @@
 
 A training run (or any expensive computation) is one cached unit ``fn(params)``. Its key is a
 hash of the resolved parameters, the library version and the fingerprint of the code the unit
-depends on (`lalr_core.core.code_hash.code_fingerprint` of ``fn.__module__`` plus the modules
+depends on (`lalr_core.core.runs.code_hash.code_fingerprint` of ``fn.__module__`` plus the modules
 ``fn.code_modules(params)`` names, closed over their imports; docstrings and comments do not
 count). So a fix to the code a unit ran invalidates its entries, and nothing else's. The entry
 is a directory ``<root>/<name>/<hash>/`` holding ``result.pkl`` and ``meta.json`` (which records
@@ -14,7 +14,7 @@ killed sweep resumes and loses at most the units that were in flight.
 
 Every method that computes a key (`RunCache.key`, ``path``, ``checkpoint_dir``, ``lookup``,
 ``get``, ``put``) takes the unit's ``fn``; without it, the ``fn`` of the run family ``name``
-is used: the one declared with `register_unit` (``"train"`` is `lalr_core.core.units.
+is used: the one declared with `register_unit` (``"train"`` is `lalr_core.core.runs.units.
 train_unit`), else the one of the unit of that family running now in this process, else none
 (the key is then the parameters and version only, as a plain ``put`` stores it).
 """

@@ -22,15 +22,26 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from lalr_core.core import atomic_io
-from lalr_core.core.code_hash import code_fingerprint, module_closure
 from lalr_core.core.runs import housekeeping
+from lalr_core.core.runs.code_hash import code_fingerprint, module_closure
 from lalr_core.core.runs.keys import (
-    BAD_PREFIX, CKPT_PREFIX, LOCK_PREFIX, META_FILE, RESULT_FILE, ROOT_ENV, TMP_PREFIX, UnitKey,
-    canonical_params, check_name, family_unit, param_hash, running_unit, unit_fingerprint,
+    BAD_PREFIX,
+    CKPT_PREFIX,
+    LOCK_PREFIX,
+    META_FILE,
+    RESULT_FILE,
+    ROOT_ENV,
+    TMP_PREFIX,
+    UnitKey,
+    canonical_params,
+    check_name,
+    family_unit,
+    param_hash,
+    running_unit,
+    unit_fingerprint,
     unit_modules,
 )
 from lalr_core.core.runs.locks import unit_lock
-
 
 # ---------------------------------------------------------------- file helpers
 
@@ -50,9 +61,9 @@ def _to_cpu(value: Any) -> Any:
 
 
 def _provenance() -> Any:
-    """`lalr_core.core.provenance.collect()` when that module exists, else None; never raises."""
+    """`lalr_core.core.results.provenance.collect()` when that module exists, else None; never raises."""
     try:
-        module = importlib.import_module("lalr_core.core.provenance")
+        module = importlib.import_module("lalr_core.core.results.provenance")
     except ImportError:
         return None
     collect = getattr(module, "collect", None)

@@ -163,7 +163,7 @@ def task_resources(device: str, cluster_gpus: float, threads: int,
     """The Ray resources of one unit: ``threads`` CPUs, and a GPU when the unit runs on one.
 
     ``device`` is the unit's (``"cpu"``, ``"cuda[:k]"``, ``"mps"`` or ``"auto"``: a GPU
-    when the cluster has one, as `lalr_core.core.train.resolve_device` picks on a node);
+    when the cluster has one, as `lalr_core.core.loop.train.resolve_device` picks on a node);
     an explicit ``gpus_per_task`` overrides it.
 
     Raises:

@@ -10,8 +10,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from lalr_core.core.atomic_io import canonical_json, to_canonical
-from lalr_core.core.code_hash import code_fingerprint
-
+from lalr_core.core.runs.code_hash import code_fingerprint
 
 RESULT_FILE = "result.pkl"
 META_FILE = "meta.json"

@@ -12,7 +12,7 @@ Conventions:
       and ``D_s(t)`` sums ``t`` step norms. The thesis writes eq. 3.1 from ``theta_1`` with
       ``s_1 = 0`` but derives eqs. 3.6-3.8 and the AR bounds with ``t`` real steps from
       ``theta_0``; this package follows the derivations, so the closed forms apply unshifted.
-    * Window (G1): ``D_s(t-N)`` sums ``i = t-N+1..t`` (eq. 3.4 prints ``i = N``), and for
+    * Window: ``D_s(t-N)`` sums ``i = t-N+1..t`` (eq. 3.4 prints ``i = N``), and for
       ``t < N`` the window is truncated at ``theta_0``, so ``psi_N(t) = psi(t)`` there.
     * ``0/0`` (no movement at all) gives ``nan``, never 1: an unmoved segment has no direction.
 The package: ``path`` (``PathMetrics``, ``path_metrics``, ``TrajectoryCallback``,
@@ -51,8 +51,12 @@ from lalr_core.methods.trajectory.fits import (
     fit_objective,
     fit_rw,
 )
-from lalr_core.methods.trajectory.path import (PathMetrics, TrajectoryCallback, path_metrics,
-                                              spike_gain)
+from lalr_core.methods.trajectory.path import (
+    PathMetrics,
+    TrajectoryCallback,
+    path_metrics,
+    spike_gain,
+)
 from lalr_core.methods.trajectory.validation import (
     check_alpha,
     check_curves,

@@ -148,7 +148,7 @@ def rw_expected_dt(t, sigma, n):
 def rw_expected_psi_window(t, window):
     """Random-walk baseline of ``psi_N``: ``1/sqrt(t)`` for ``t < N``, then ``1/sqrt(N)``.
 
-    Eq. 3.14 applied to the window (digest G9); it is the ratio of expectations, which the
+    Eq. 3.14 applied to the window (our reading of fig 3.19's baseline); it is the ratio of expectations, which the
     mean of the ratio exceeds by ``O(1/n)`` (eq. 3.12).
     """
     return 1 / np.sqrt(np.minimum(check_steps(t), check_window(window)))

@@ -20,14 +20,14 @@ from lalr_core.methods.trajectory.baselines import (
 )
 from lalr_core.methods.trajectory.validation import check_curves, check_scalar
 
-ALPHA_MAX = 1.0 - 1e-5  # upper bound of alpha in the AR fit (digest G6)
-SIGMA_MIN = 1e-12  # lower bound of sigma in the AR fit (G6)
-D_MIN_REL = 1e-9  # lower bound of d in the AR fit, relative to max D_t (G6 says d >= 0)
+ALPHA_MAX = 1.0 - 1e-5  # upper bound of alpha in the AR fit (ours; the thesis gives no bounds)
+SIGMA_MIN = 1e-12  # lower bound of sigma in the AR fit (ours)
+D_MIN_REL = 1e-9  # lower bound of d in the AR fit, relative to max D_t (ours, for d >= 0)
 
 
 # ----------------------------------------------------------------------------- fits (eq. 3.15)
 def balanced_gamma(ds, dt) -> float:
-    """Weight ``gamma = sum D_t^2 / (sum D_s^2 + sum D_t^2)`` of eq. 3.15 (digest G5).
+    """Weight ``gamma = sum D_t^2 / (sum D_s^2 + sum D_t^2)`` of eq. 3.15 (our choice).
 
     Both terms of eq. 3.15 then weigh the same at ``sigma = 0``; the thesis gives no value.
     """
@@ -88,7 +88,7 @@ def fit_rw(ds, dt, n, gamma, t=None) -> dict[str, Any]:
 
 
 def _ar_start(ds, dt, n, gamma, t, init) -> dict[str, float]:
-    """G6 start ``alpha = 0.99``, ``sigma`` = RW fit, ``d`` = final ``D_t``; ``init`` overrides."""
+    """Our start ``alpha = 0.99``, ``sigma`` = RW fit, ``d`` = final ``D_t``; ``init`` overrides."""
     unknown = set(init or {}) - {"alpha", "sigma", "d"}
     if unknown:
         raise ValueError(f"unknown init keys {sorted(unknown)}; allowed: alpha, sigma, d")
@@ -105,11 +105,11 @@ def fit_ar(ds, dt, n, gamma, init: Mapping[str, float] | None = None, t=None,
     """Fit the AR(1) bounds ``(alpha, sigma, d)`` to measured curves by eq. 3.15 (sec. 3.2.7).
 
     L-BFGS-B (the source's method) over ``(alpha, log sigma, log d)`` with bounds ``alpha in
-    [0, ALPHA_MAX]``, ``sigma >= SIGMA_MIN``, ``d >= D_MIN_REL max D_t`` (G6's ``d >= 0``:
+    [0, ALPHA_MAX]``, ``sigma >= SIGMA_MIN``, ``d >= D_MIN_REL max D_t`` (for ``d >= 0``:
     fitting ``d`` itself, ``d = 0`` is a stationary point that traps the search, as ``d``
     enters only as ``d^2``); the objective is divided by its value at zero, and generous upper
     bounds on ``sigma`` and ``d`` keep line searches finite. The objective has local minima
-    with small ``d`` and ``alpha`` near 1, so besides the G6 start (``alpha = 0.99``, ``sigma``
+    with small ``d`` and ``alpha`` near 1, so besides our start (``alpha = 0.99``, ``sigma``
     = RW fit, ``d`` = final ``D_t``; ``init`` overrides any of them) ``multi_start`` also
     starts from ``alpha in {0.5, 0.9, 0.999}`` with ``d = 2 max D_t`` and keeps the best.
 

@@ -11,7 +11,7 @@ from typing import Any, Mapping
 import numpy as np
 import torch
 
-from lalr_core.core.callbacks import CALLBACKS
+from lalr_core.core.loop.callbacks import CALLBACKS
 from lalr_core.methods.trajectory.validation import check_vector, check_window
 
 _FIELDS = ("step_norm", "ds", "dt", "ds_window", "dt_window")  # rows of one per-step record
@@ -115,7 +115,7 @@ class PathMetrics:
         step = self._sq_norms(x, prev).sqrt()  # ||s_t||
         self._ds += step  # eq. 3.2
         self._norm_ring[(t - 1) % N] = step
-        ds_window = self._norm_ring.sum(0)  # eq. 3.4 with i = t-N+1..t (G1)
+        ds_window = self._norm_ring.sum(0)  # eq. 3.4 with i = t-N+1..t (eq. 3.4's i = N is a typo)
         dt = self._sq_norms(x, self._theta0).sqrt()  # eq. 3.1
         dt_window = self._sq_norms(x, start).sqrt()  # eq. 3.3
         self._records.append(torch.stack([step, self._ds.clone(), dt, ds_window, dt_window]))
@@ -184,7 +184,7 @@ class PathMetrics:
 
 
 def _trainable(model: torch.nn.Module) -> tuple[list[str], list[torch.Tensor]]:
-    """Names and tensors of the trainable parameters, ``named_parameters()`` order (G2)."""
+    """Names and tensors of the trainable parameters, ``named_parameters()`` order (our choice)."""
     pairs = [(nm, p) for nm, p in model.named_parameters() if p.requires_grad]
     if not pairs:
         raise ValueError("model has no trainable parameters")
@@ -200,7 +200,7 @@ class TrajectoryCallback:
     """Training-loop hook recording ``PathMetrics`` of all trainable parameters.
 
     ``theta`` is every trainable parameter flattened in ``named_parameters()`` order; buffers
-    (BN running statistics) are excluded (digest G2). With ``per_layer`` each parameter tensor
+    (BN running statistics) are excluded (our choice; the thesis does not say). With ``per_layer`` each parameter tensor
     is one segment named by its parameter name. Call ``on_step`` after every optimiser step.
 
     Args:

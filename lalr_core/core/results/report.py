@@ -1,0 +1,253 @@
+"""``figures/<profile>/REPORT.md``: every source item, where ours is, and our verdicts.
+
+Reads the inventory of the sources' figures and tables (``data/reference/inventory.csv``,
+columns ``chapter,item_id,kind,caption,source_claim,source_numbers``), the files and
+``checks.json`` written by :class:`lalr_core.core.results.writer.FigureWriter`, and, if present,
+``timings.json`` (a list of ``{notebook, seconds, status}``) written by the notebook
+runner. See DESIGN.md, "Runs, cache and provenance".
+
+Command line: ``python -m lalr_core.core.results.report --profile quick``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections import Counter
+from pathlib import Path
+
+from lalr_core.core.atomic_io import atomic_write_text
+from lalr_core.core.results.evidence import VERDICTS, Evidence
+from lalr_core.core.results.inventory import default_inventory, read_inventory
+from lalr_core.core.results.provenance import git_info, repo_root, utc_timestamp
+from lalr_core.core.results.writer import CHECKS_FILE, read_checks, validate_profile
+
+_FILE_KINDS = ("png", "pdf", "csv", "md")  # order of the links in the report
+
+
+CLAIM_TABLE = "verdicts"  # a chapter's one-row-per-claim table, the output of a "claim" item
+
+
+_VERDICTS = VERDICTS  # PASS, FAIL, INCONCLUSIVE, N/A
+
+
+def _cell(text) -> str:
+    """Text safe inside one Markdown table cell."""
+    return str(text).replace("|", r"\|").replace("\r", "").replace("\n", "<br>")
+
+
+def _value(value) -> str:
+    return json.dumps(value) if not isinstance(value, str) else value
+
+
+def _verdict_text(check: dict) -> str:
+    text = f"**{check['verdict']}** {check['claim']}"
+    if check.get("interval"):  # the estimate, its 95% interval and what it rests on
+        ev = Evidence.from_record(check["interval"])
+        rel = {"greater": ">", "less": "<", "within": "within ±"}[ev.side]
+        text += f" [{ev.text()}; claim {rel} {ev.threshold:g}]"
+    if check.get("detail"):
+        text += f": {check['detail']}"
+    if check.get("ours") is not None or check.get("source") is not None:
+        text += f" (ours: {_value(check.get('ours'))}; source: {_value(check.get('source'))})"
+    if check.get("quote"):
+        text += f" Source: “{check['quote']}”"
+    return _cell(text)
+
+
+def _files(profile_dir: Path, chapter: str, item_id: str) -> dict[str, str]:
+    """The item's existing output files: kind -> path relative to ``profile_dir``."""
+    paths = {kind: f"{chapter}/{item_id}.{kind}" for kind in _FILE_KINDS}
+    return {kind: rel for kind, rel in paths.items() if (profile_dir / rel).is_file()}
+
+
+def load_checks(profile_dir) -> list[dict]:
+    """All check records under ``<profile_dir>/*/checks.json`` (chapter from the folder).
+
+    Raises:
+        ValueError: a corrupt checks file.
+    """
+    profile_dir = Path(profile_dir)
+    records = []
+    for path in sorted(profile_dir.glob(f"*/{CHECKS_FILE}")):
+        for record in read_checks(path):
+            records.append({**record, "chapter": path.parent.name})
+    return records
+
+
+def _load_timings(profile_dir: Path) -> list[dict]:
+    path = profile_dir / "timings.json"
+    if not path.is_file():
+        return []
+    try:
+        timings = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as err:
+        raise ValueError(f"corrupt timings file {path}: {err}") from err
+    if not isinstance(timings, list):
+        raise ValueError(f"timings file {path} is not a JSON list")  # noqa: TRY004
+    return timings
+
+
+def _sidecar_commits(profile_dir: Path) -> list[str]:
+    """Distinct ``commit (dirty)`` strings found in the figure/table sidecars."""
+    seen = set()
+    for path in profile_dir.glob("*/*.json"):
+        if path.name == CHECKS_FILE:
+            continue
+        try:
+            record = json.loads(path.read_text(encoding="utf-8"))
+        except (json.JSONDecodeError, OSError):
+            continue
+        if isinstance(record, dict) and "commit" in record:
+            seen.add(f"{record['commit']}" + (" (dirty)" if record.get("dirty") else ""))
+    return sorted(seen)
+
+
+def item_records(profile_dir, rows: list[dict], checks: list[dict] | None = None) -> list[dict]:
+    """What REPORT.md's Items table shows, one record per inventory row.
+
+    Args:
+        profile_dir: ``<root>/<profile>``.
+        rows: inventory rows (:func:`read_inventory`).
+        checks: check records (:func:`load_checks`); read from ``profile_dir`` if ``None``.
+
+    Returns:
+        Each row's columns plus ``files`` (kind -> existing file, relative to
+        ``profile_dir``, in the order png, pdf, csv, md; a ``claim`` item without files of
+        its own gets its chapter's verdict table) and ``checks`` (its check records).
+    """
+    profile_dir = Path(profile_dir)
+    checks = load_checks(profile_dir) if checks is None else checks
+    by_item: dict[tuple[str, str], list[dict]] = {}
+    for c in checks:
+        by_item.setdefault((c["chapter"], c["item_id"]), []).append(c)
+    records = []
+    for row in rows:
+        files = _files(profile_dir, row["chapter"], row["item_id"])
+        if not files and row["kind"] == "claim":  # a source without figures: its claims' table
+            files = _files(profile_dir, row["chapter"], CLAIM_TABLE)
+        records.append({**row, "files": files,
+                        "checks": by_item.get((row["chapter"], row["item_id"]), [])})
+    return records
+
+
+def _item_table(records: list[dict]) -> tuple[list[str], int]:
+    lines = [
+        ("| chapter | item | kind | caption | ours | source's claim | source's numbers "
+         "| our checks |"),
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    present = 0
+    for rec in records:
+        links = [f"[{kind}]({rel})" for kind, rel in rec["files"].items()]
+        present += bool(links)
+        verdicts = "<br>".join(_verdict_text(c) for c in rec["checks"]) or "no check"
+        cells = [rec["chapter"], rec["item_id"], rec["kind"], rec["caption"],
+                 " ".join(links) or "missing", rec["source_claim"], rec["source_numbers"]]
+        lines.append("| " + " | ".join(_cell(c) for c in cells) + f" | {verdicts} |")
+    return lines, present
+
+
+def _other_checks(others: list[dict]) -> list[str]:
+    if not others:
+        return []
+    lines = ["", "## Other checks", "", "Checks for items not in the inventory.", "",
+             "| chapter | item | check |", "|---|---|---|"]
+    for c in others:
+        lines.append(f"| {_cell(c['chapter'])} | {_cell(c['item_id'])} | {_verdict_text(c)} |")
+    return lines
+
+
+def _timings_section(timings: list[dict]) -> list[str]:
+    if not timings:
+        return []
+    lines = ["", "## Notebook run times", "", "| notebook | seconds | status |", "|---|---:|---|"]
+    for t in timings:
+        seconds = t.get("seconds")
+        shown = f"{seconds:.1f}" if isinstance(seconds, (int, float)) else _cell(seconds)
+        cells = (_cell(t.get("notebook", "?")), shown, _cell(t.get("status", "")))
+        lines.append("| " + " | ".join(cells) + " |")
+    total = sum(t["seconds"] for t in timings if isinstance(t.get("seconds"), (int, float)))
+    lines.append(f"| **total** | {total:.1f} | |")
+    return lines
+
+
+def render_report(profile: str, profile_dir: Path, rows: list[dict]) -> str:
+    """The text of ``REPORT.md`` for ``rows`` of the inventory and ``profile_dir``'s outputs."""
+    checks = load_checks(profile_dir)
+    known = {(r["chapter"], r["item_id"]) for r in rows}
+    others = [c for c in checks if (c["chapter"], c["item_id"]) not in known]
+    table, present = _item_table(item_records(profile_dir, rows, checks))
+    counts = Counter(c.get("verdict") for c in checks)
+    per_chapter = sorted({c["chapter"] for c in checks})
+    chapter_counts = [
+        f"  - {ch}: " + ", ".join(f"{n} {v}" for v in _VERDICTS
+                                  if (n := sum(c["chapter"] == ch and c.get("verdict") == v
+                                               for c in checks)))
+        for ch in per_chapter]
+    git = git_info()
+    made_at = ", ".join(_sidecar_commits(profile_dir)) or "none"
+    head = [
+        f"# Report: profile `{profile}`",
+        "",
+        f"Built {utc_timestamp()} at commit `{git['commit']}`"
+        + (" (dirty)" if git["dirty"] else "") + f"; outputs made at commit(s): {made_at}.",
+        "",
+        f"- items: {len(rows)} in the inventory, {present} present, {len(rows) - present} missing",
+        f"- checks: {len(checks)} in all, "
+        + ", ".join(f"{counts.get(v, 0)} {v}" for v in _VERDICTS)
+        + f" ({len(others)} for items not in the inventory)",
+        *chapter_counts,
+        "",
+        "PASS and FAIL: the evidence decides the claim (for comparisons of runs, the 95% "
+        "interval in brackets lies on one side of the claim's threshold); INCONCLUSIVE: the "
+        "interval covers the threshold; N/A: this setting cannot show the effect (the reason "
+        "follows).",
+        "",
+        "## Items",
+        "",
+    ]
+    body = table + _other_checks(others) + _timings_section(_load_timings(profile_dir))
+    return "\n".join(head + body) + "\n"
+
+
+def build_report(profile: str, root=None, inventory=None) -> Path:
+    """Write ``<root>/<profile>/REPORT.md`` and return its path.
+
+    Args:
+        profile: one of ``smoke``, ``quick``, ``paper``.
+        root: the figures root; defaults to ``<repo>/figures``.
+        inventory: the inventory CSV; defaults to :func:`default_inventory`.
+
+    Returns:
+        Path of the written report.
+
+    Raises:
+        ValueError: unknown profile, or a missing or malformed inventory/checks/timings file.
+    """
+    validate_profile(profile)
+    root = Path(root) if root is not None else repo_root() / "figures"
+    rows = read_inventory(inventory if inventory is not None else default_inventory())
+    profile_dir = root / profile
+    path = profile_dir / "REPORT.md"
+    atomic_write_text(path, render_report(profile, profile_dir, rows))
+    return path
+
+
+def main(argv=None) -> int:
+    """Command line: ``python -m lalr_core.core.results.report --profile quick [--root R] [--inventory I]``."""
+    parser = argparse.ArgumentParser(description="Write figures/<profile>/REPORT.md")
+    parser.add_argument("--profile", default="quick")
+    parser.add_argument("--root", default=None, help="figures root (default <repo>/figures)")
+    parser.add_argument("--inventory", default=None, help="inventory CSV")
+    args = parser.parse_args(argv)
+    try:
+        path = build_report(args.profile, root=args.root, inventory=args.inventory)
+    except ValueError as err:
+        parser.error(str(err))
+    print(path)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

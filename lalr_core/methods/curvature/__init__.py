@@ -1,0 +1,1 @@
+"""Curvature of the loss: matrix-free operators, top eigenpairs from gradients, algorithm 5's step, cumulants, and the toy landscapes."""

@@ -1,0 +1,96 @@
+"""Trainability of deep random networks against their depth scale (Schoenholz et al. 2017).
+
+The claim (Schoenholz et al. 2017 ``[Schoenholz2017]``, whose depth scales the lecture notes
+``[ATDL-notes]`` restate in sec. 1.3; the notes do not make this claim): a fully connected tanh network initialised at
+``(sigma_w^2, sigma_b^2)`` trains when its depth is below about ``6 xi_c``, the correlation
+depth scale of mean-field theory (`lalr_core.methods.signal.mean_field`), and fails beyond. Here each
+``(sigma_w^2, depth)`` cell is one network of the given width trained for a few SGD steps on a
+small real task; its training accuracy after those steps is the cell's value.
+
+Scale of the test: Schoenholz et al. trained thousands of steps on MNIST / CIFAR-10; a grid of
+short runs can only show where training starts quickly, so the notebook reads the heatmap
+against the ``6 xi_c`` curve, not as a replication of their figure.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+
+def _check(name: str, values: Sequence[float], *, integer: bool = False) -> list:
+    vals = list(values)
+    if not vals or any((v <= 0) or (integer and int(v) != v) for v in vals):
+        raise ValueError(f"{name} must be a non-empty list of positive "
+                         f"{'integers' if integer else 'numbers'}, got {values!r}")
+    return vals
+
+
+def random_tanh_net(d_in: int, n_out: int, width: int, depth: int, sigma_w2: float,
+                    sigma_b2: float, generator: torch.Generator) -> list[tuple[torch.Tensor, ...]]:
+    """``depth`` hidden tanh layers of ``width`` plus a linear readout, weights
+    ``N(0, sigma_w^2 / fan_in)`` and biases ``N(0, sigma_b^2)`` (the mean-field convention),
+    as a list of ``(W, b)`` leaf tensors that require grad."""
+    sizes = [d_in] + [width] * depth + [n_out]
+    layers = []
+    for fan_in, fan_out in itertools.pairwise(sizes):
+        W = torch.randn(fan_out, fan_in, generator=generator) * math.sqrt(sigma_w2 / fan_in)
+        b = torch.randn(fan_out, generator=generator) * math.sqrt(sigma_b2)
+        layers.append((W.requires_grad_(True), b.requires_grad_(True)))
+    return layers
+
+
+def forward(layers, X: torch.Tensor) -> torch.Tensor:
+    h = X
+    for W, b in layers[:-1]:
+        h = torch.tanh(h @ W.T + b)
+    W, b = layers[-1]
+    return h @ W.T + b
+
+
+def train_accuracy(X: torch.Tensor, y: torch.Tensor, *, width: int, depth: int, sigma_w2: float,
+                   sigma_b2: float, steps: int, lr: float, batch: int, seed: int) -> float:
+    """Training accuracy (on all of ``X``) after ``steps`` plain SGD steps of cross-entropy
+    on random mini-batches, from one random initialisation (seeded)."""
+    g = torch.Generator().manual_seed(seed)
+    layers = random_tanh_net(X.shape[1], int(y.max()) + 1, width, depth, sigma_w2, sigma_b2, g)
+    params = [p for layer in layers for p in layer]
+    for _ in range(steps):
+        idx = torch.randint(0, len(X), (batch,), generator=g)
+        loss = F.cross_entropy(forward(layers, X[idx]), y[idx])
+        grads = torch.autograd.grad(loss, params)
+        with torch.no_grad():
+            for p, gr in zip(params, grads):
+                p -= lr * gr
+    with torch.no_grad():
+        out = forward(layers, X)
+    if not torch.isfinite(out).all():
+        return float("nan")
+    return float((out.argmax(1) == y).float().mean())
+
+
+def trainability_grid(X: torch.Tensor, y: torch.Tensor, sigma_w2s: Sequence[float],
+                      depths: Sequence[int], *, width: int = 64, sigma_b2: float = 0.05,
+                      steps: int = 100, lr: float = 1e-2, batch: int = 64,
+                      seed: int = 0) -> np.ndarray:
+    """Training accuracy after ``steps`` steps for every ``(depth, sigma_w^2)``: an array of
+    shape ``(len(depths), len(sigma_w2s))`` (NaN where training diverged).
+
+    Raises:
+        ValueError: for empty or non-positive grids, sizes or steps, or mismatched data.
+    """
+    sigma_w2s = _check("sigma_w2s", sigma_w2s)
+    depths = _check("depths", depths, integer=True)
+    _check("width/steps/batch", (width, steps, batch), integer=True)
+    if not (lr > 0 and sigma_b2 >= 0):
+        raise ValueError(f"lr must be > 0 and sigma_b2 >= 0, got {lr!r}, {sigma_b2!r}")
+    if X.ndim != 2 or y.ndim != 1 or len(X) != len(y):
+        raise ValueError(f"X must be (n, d) and y (n,), got {tuple(X.shape)}, {tuple(y.shape)}")
+    return np.array([[train_accuracy(X, y, width=width, depth=int(L), sigma_w2=s, sigma_b2=sigma_b2,
+                                     steps=steps, lr=lr, batch=batch, seed=seed + 1000 * i + j)
+                      for j, s in enumerate(sigma_w2s)] for i, L in enumerate(depths)])

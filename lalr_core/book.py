@@ -34,9 +34,9 @@ from markdown_it import MarkdownIt  # via jupytext; nbconvert's mistune breaks R
 from nbconvert import HTMLExporter
 
 from lalr_core.core.results.evidence import VERDICTS
-from lalr_core.core.results.writer import default_root, validate_profile
 from lalr_core.core.results.inventory import default_inventory, read_inventory
-from lalr_core.core.results.report import item_records, load_checks
+from lalr_core.core.results.report import check_kind_of, item_records, load_checks
+from lalr_core.core.results.writer import default_root, validate_profile
 
 BOOK_DIR = "book"
 INDEX, REPORT_PAGE = "index.html", "report.html"
@@ -153,13 +153,17 @@ def _badge(verdict: str, n: int | None = None) -> str:
 
 
 def _verdict_badges(checks: list[dict]) -> str:
-    """One badge for one check, else a count per verdict; ``no check`` for none."""
-    if not checks:
-        return '<span class="verdict nocheck">no check</span>'
-    if len(checks) == 1:
-        return _badge(checks[0].get("verdict", "?"))
-    counts = Counter(c.get("verdict") for c in checks)
-    return " ".join(_badge(v, counts[v]) for v in VERDICTS if counts.get(v))
+    """The claim tests' verdicts (one badge for one test, else a count per verdict) and the
+    number of sanity checks apart; ``no check`` for none."""
+    claims = [c for c in checks if check_kind_of(c) != "sanity"]
+    n_sanity = len(checks) - len(claims)
+    sanity = f' <span class="verdict na">sanity {n_sanity}</span>' if n_sanity else ""
+    if not claims:
+        return (sanity.strip() if sanity else '<span class="verdict nocheck">no check</span>')
+    if len(claims) == 1:
+        return _badge(claims[0].get("verdict", "?")) + sanity
+    counts = Counter(c.get("verdict") for c in claims)
+    return " ".join(_badge(v, counts[v]) for v in VERDICTS if counts.get(v)) + sanity
 
 
 def _index_anchor(chapter: str, item_id: str) -> str:
@@ -236,12 +240,13 @@ def _index(profile: str, chapters: dict, not_run: list[str]) -> str:
                      "; their items are listed in REPORT.md.</p>")
     for ch, (page, records, anchors) in chapters.items():
         checks = [c for r in records for c in r["checks"]]
-        counts = Counter(c.get("verdict") for c in checks)
+        claims = [c for c in checks if check_kind_of(c) != "sanity"]
+        counts = Counter(c.get("verdict") for c in claims)
         summary = " ".join(_badge(v, counts[v]) for v in VERDICTS if counts.get(v))
         present = sum(bool(r["files"]) for r in records)
         parts.append(f'<h2 id="{_e(ch)}"><a href="{_e(page)}">{_e(ch)}</a></h2>'
-                     f"<p>{len(records)} items, {present} with outputs; checks: {summary or 'none'}"
-                     "</p>")
+                     f"<p>{len(records)} items, {present} with outputs; claim tests: "
+                     f"{summary or 'none'}; sanity checks: {len(checks) - len(claims)}</p>")
         if records:
             rows = "\n".join(_item_row(r, page, anchors.get(r["item_id"])) for r in records)
             parts.append("<table><tr><th>item</th><th>kind</th><th>caption</th><th>verdict</th>"

@@ -3,12 +3,15 @@
 Usage:
     python scripts/compare_checks.py snapshot figures/quick before.json
     python scripts/compare_checks.py compare before.json figures/quick
+    python scripts/compare_checks.py counts before.json figures/quick
 
 ``snapshot`` records every check of every chapter (item, claim, verdict, our numbers, the
 source's numbers, detail) and a sha256 of every table CSV; ``compare`` reports each check or
 table that differs, and exits 1 if any does. Provenance that must differ between two runs
 (commit, dirty flag, timestamps) is left out. Use it before and after a change that should not
-change any result (same profile, same thread count, from an empty cache).
+change any result (same profile, same thread count, from an empty cache). ``counts`` prints, per
+chapter, the claim tests and sanity checks by verdict before and after a change that should
+change results (a record written before checks had kinds counts as ``unclassified``).
 """
 
 from __future__ import annotations
@@ -19,7 +22,8 @@ import json
 import sys
 from pathlib import Path
 
-CHECK_FIELDS = ("item_id", "claim", "verdict", "passed", "detail", "ours", "source", "interval")
+CHECK_FIELDS = ("item_id", "claim", "kind", "verdict", "passed", "detail", "ours", "source",
+                "interval", "source_effect", "half_width", "underpowered")
 
 
 def snapshot(figures: Path) -> dict:
@@ -55,6 +59,32 @@ def differences(before: dict, after: dict) -> list[str]:
     return out
 
 
+_VERDICTS = ("PASS", "FAIL", "INCONCLUSIVE", "N/A")
+
+
+def counts(snap: dict) -> dict[str, dict[str, dict[str, int]]]:
+    """``{chapter: {kind: {verdict: n}}}`` of a snapshot."""
+    out: dict = {}
+    for chapter, rows in snap["checks"].items():
+        for row in rows:
+            kind = row.get("kind") or "unclassified"
+            by = out.setdefault(chapter, {}).setdefault(kind, dict.fromkeys(_VERDICTS, 0))
+            by[row["verdict"]] = by.get(row["verdict"], 0) + 1
+    return out
+
+
+def counts_table(before: dict, after: dict) -> str:
+    """A Markdown table: per chapter and kind, the verdict counts before and after."""
+    a, b = counts(before), counts(after)
+    lines = ["| chapter | kind | before (P/F/I/NA) | after (P/F/I/NA) |", "|---|---|---|---|"]
+    for chapter in sorted(set(a) | set(b)):
+        for kind in sorted(set(a.get(chapter, {})) | set(b.get(chapter, {}))):
+            cells = ["/".join(str(x.get(chapter, {}).get(kind, {}).get(v, 0)) for v in _VERDICTS)
+                     for x in (a, b)]
+            lines.append(f"| {chapter} | {kind} | {cells[0]} | {cells[1]} |")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="cmd", required=True)
@@ -64,6 +94,9 @@ def main(argv: list[str] | None = None) -> int:
     comp = sub.add_parser("compare")
     comp.add_argument("before", type=Path)
     comp.add_argument("figures", type=Path)
+    cnt = sub.add_parser("counts")
+    cnt.add_argument("before", type=Path)
+    cnt.add_argument("figures", type=Path)
     args = parser.parse_args(argv)
     if not args.figures.is_dir():
         parser.error(f"{args.figures} is not a folder of figures")
@@ -72,6 +105,9 @@ def main(argv: list[str] | None = None) -> int:
         args.out.write_text(json.dumps(snap_, indent=1, sort_keys=True))
         n = sum(map(len, snap_["checks"].values()))
         print(f"{n} checks in {len(snap_['checks'])} chapters, {len(snap_['tables'])} tables")
+        return 0
+    if args.cmd == "counts":
+        print(counts_table(json.loads(args.before.read_text()), snapshot(args.figures)))
         return 0
     diffs = differences(json.loads(args.before.read_text()), snapshot(args.figures))
     print("\n".join(diffs) if diffs else "identical: every check and table")

@@ -191,3 +191,5 @@ def test_verdict_table_marks_pending_and_states_the_interval():
     assert t.loc["L-C15", "our numbers"] == "sent: -2.00"
     assert t.loc["L-C30", "verdict"] == "N/A" and t.loc["L-C30", "paired statistic"] == "untestable"
     assert t.loc["L-C6", "verdict"] == cl.PENDING
+    assert t.loc["L-C6", "kind"] == "sanity" and t.loc["L-C15", "kind"] == "claim"
+    assert "L-C15.vision" not in t.index and "E14" not in t.index     # the source's claims only

@@ -12,10 +12,10 @@ from lalr_core.chapters import ch03_ntk as nt
 from lalr_core.chapters.ch03_ntk import measures as ms
 from lalr_core.core.loop.callbacks import FinalWeights
 from lalr_core.core.loop.config import RunConfig
-from lalr_core.methods.pretrained.text.tasks import finetuning_config
 from lalr_core.core.loop.train import initial_model, train
-from lalr_core.methods.pretrained.transforms import TransformedTask
 from lalr_core.methods.pretrained.proximal import ProximalPull
+from lalr_core.methods.pretrained.text.tasks import finetuning_config
+from lalr_core.methods.pretrained.transforms import TransformedTask
 
 
 @pytest.mark.parametrize("bad, name", [
@@ -34,12 +34,13 @@ def test_the_pretraining_is_chapter_01s_cached_unit_and_runs_are_planned(profile
     s = nt.CHAPTER.settings(profile)
     assert nt.pretraining(s) == ch01_lalr.pretraining(ch01_lalr.CHAPTER.settings(profile))
     table = nt.table_runs(s)
-    assert len(table) == len(s.tasks) * len(s.lambdas) * s.seeds
+    assert len(table) == len(s.tasks) * len(s.lambdas) * s.t1_seeds
     for (task, lam, seed), cfg in table.items():
         assert (cfg.seed, cfg.lr, cfg.wd, cfg.optimizer) == (seed, s.lr, 0.0, "adamw")
         assert cfg.methods == ((ProximalPull(lam=lam),) if lam > 0 else ())
         assert cfg.task.transform == "lora" and cfg.task.base.dataset == task
     lin = nt.table_runs(s, linearised=True)
+    assert len(lin) == len(s.tasks) * len(s.lin_lambdas) * s.seeds
     assert all(c.task.transform == "linearise" and c.task.base == table[k].task
                for k, c in lin.items())
     assert len(nt.figure_runs(s)) == (len(s.fig_tasks) + len(nt.LORA_CONFIGS) - 1) * s.seeds
@@ -141,3 +142,125 @@ def test_table_numbers_of_a_tiny_run():
     assert ms.distance(cfg, {"callbacks": {"weights": initial_model(cfg).state_dict()}}) == 0.0
     K = ms.ntk_at_init(cfg, data.split("train")[0][:6])
     assert K.shape == (6, 6) and torch.allclose(K, K.T)
+
+
+# ----------------------------------------------------------------------------- issue 25
+def test_the_minimiser_of_a_linear_problem_is_kernel_ridge_regression():
+    from lalr_core.methods.ntk import theory as th
+    g = torch.Generator().manual_seed(3)
+    A = torch.randn(5, 9, dtype=torch.float64, generator=g)
+    theta0 = torch.randn(9, dtype=torch.float64, generator=g)
+    y = torch.randn(5, dtype=torch.float64, generator=g)
+    lin = nt.Problem(lambda th_: A @ th_, theta0, y)
+    for lam in (0.1, 2.0, 40.0):
+        m = nt.regularised_minimiser(lin, lam)
+        krr = th.kernel_ridge(A @ A.T, y - A @ theta0, lam / 2)
+        np.testing.assert_allclose(m.f, (A @ theta0 + krr.fit).numpy(), rtol=1e-9, atol=1e-10)
+        assert m.grad_ratio < 1e-6 and m.iterations <= 3
+
+
+def test_the_minimiser_of_the_toy_is_stationary_and_moves_less_with_a_stronger_pull():
+    toy = _toy()
+    dist = {}
+    for lam in (0.5, 5.0):
+        m = nt.regularised_minimiser(toy, lam, tol=1e-10)
+        th_ = torch.as_tensor(m.theta).requires_grad_(True)
+        obj = toy.loss(th_) + 0.5 * lam * ((th_ - toy.theta0) ** 2).sum()
+        grad = torch.autograd.grad(obj, th_)[0]
+        assert float(grad.norm()) < 1e-5 and m.grad_ratio < 1e-6
+        dist[lam] = float(np.linalg.norm(m.theta - toy.theta0.numpy()))
+    assert dist[5.0] < dist[0.5]
+    with pytest.raises(ValueError, match="lam"):
+        nt.regularised_minimiser(toy, 0.0)
+
+
+def test_from_the_perturbed_start_the_selective_pull_acts_and_pulls_counts_every_step():
+    toy = _toy()
+    start = nt.perturbed_start(toy, 1.0)
+    # at radius 1 the toy's loss has passed a ridge (it falls again away from theta_0): halved
+    assert float(torch.linalg.vector_norm(start - toy.theta0)) == pytest.approx(0.5)
+    # uphill: above the loss at theta_0, and still rising away from it
+    assert float(toy.loss(start)) > float(toy.loss(toy.theta0))
+    assert float(toy.grad(start) @ (start - toy.theta0)) > 0
+    from_0 = nt.gradient_flow(toy, 10.0, 0.01, 200, mode="selective", rtol=1e-12)
+    moved = nt.gradient_flow(toy, 10.0, 0.01, 200, mode="selective", rtol=1e-12, start=start,
+                             log_every=7)
+    assert from_0.pulls == 0                      # from theta_0 the pull never acts here
+    assert moved.pulls > 0 and moved.increases == 0
+    assert moved.pulls >= int(moved.pulled.sum())  # pulled: logged steps only
+    assert moved.distance[0] == pytest.approx(0.5)
+    with pytest.raises(ValueError, match="shape"):
+        nt.gradient_flow(toy, 1.0, 0.01, 3, start=torch.zeros(3, dtype=torch.float64))
+
+
+def test_the_looped_jacobian_gives_the_empirical_ntk():
+    from lalr_core.methods.ntk import empirical as ntk
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(3, 5), torch.nn.Tanh(), torch.nn.Linear(5, 2))
+    X = torch.randn(6, 3)
+    names = ["0.weight", "2.weight", "2.bias"]
+    J = ms.looped_jacobian(net, X, names)
+    K = ntk.empirical_ntk(net, X, params=names, output=ms.margin, dtype=torch.float64)
+    assert J.shape == (6, 15 + 10 + 2)
+    torch.testing.assert_close(J @ J.T, K, rtol=1e-10, atol=1e-12)
+
+
+def test_table_t1_picks_the_best_lambda_on_validation_and_judges_it_on_test():
+    import pandas as pd
+
+    from lalr_core.chapters.ch03_ntk import findings as it
+    rows = pd.DataFrame([{"lam": lam, "seed": s, "distance": 5 - lam / 100, "lin_error": 1.0,
+                          "kl": 1.0, "pulls": 5,
+                          "accuracy": {0.0: 80, 1.0: 90, 2.0: 85, 50.0: 70}[lam],
+                          "test_accuracy": {0.0: 80, 1.0: 84 + s, 2.0: 95, 50.0: 70 + s}[lam]}
+                         for lam in (0.0, 1.0, 2.0, 50.0) for s in range(3)])
+    r = it.table_t1(rows, "sent")
+    assert r.best_lam == 1.0 and r.strongest == 50.0          # not 2.0, the test set's best
+    assert r.accuracy.evidence.estimate == pytest.approx(14.0)
+
+
+needs_nlp = pytest.mark.skipif(not all(map(__import__("importlib").util.find_spec,
+                                           ("transformers",))),
+                               reason="the optional extra 'nlp' is not installed")
+
+
+@needs_nlp
+def test_the_source_setting_numbers_run_over_lora_and_head_only_on_a_tiny_model():
+    from lalr_core.chapters.ch03_ntk.runs import nlp_finetuning
+    s = nt.CHAPTER.settings("smoke", {"nlp_epochs": 1, "n_train": 16, "n_val": 8,
+                                      "n_test": 8})
+    cfg = nlp_finetuning(s, "sst2", 1.0, 0)
+    res = train(cfg, callbacks=[FinalWeights()], progress=False)
+    data = cfg.task.base.data()
+    got = ms.nlp_numbers(cfg, res, data, ntk_n=4, sigma=0.5)
+    assert got["distance"] > 0 and got["kl"] >= 0 and got["kappa"] >= 1 \
+        and got["kappa_lora"] >= 1
+    # oracle: the margin's Taylor remainder from the looped Jacobian over the same parameters
+    start = {f"hf.{n}": t for n, t in ms.theta0(cfg).items()}
+    assert any(".lora_" in n for n in start) and any("classifier" in n for n in start)
+    assert all(".lora_" in n or "classifier" in n for n in start)   # not the encoder
+    X, _ = ms._stacked(data, "train")
+    model0 = ms.TokensAndMask(initial_model(cfg))
+    model_t = ms.TokensAndMask(ms.final_model(cfg, res))
+    J = ms.looped_jacobian(model0, X[:4], list(start))
+    delta = torch.cat([(dict(model_t.named_parameters())[n].detach().double() - t.double())
+                       .reshape(-1) for n, t in start.items()])
+    m_t = ms.margin(ms.logits(model_t, X[:4]).double())
+    m_0 = ms.margin(ms.logits(model0, X[:4]).double())
+    from lalr_core.methods.ntk import empirical as ntk
+    rem = ntk.taylor_remainder(model_t, start, X[:4]).double()
+    torch.testing.assert_close(rem[:, 1] - rem[:, 0], m_t - m_0 - J @ delta, rtol=1e-4,
+                               atol=1e-5)
+
+
+@needs_nlp
+def test_the_source_setting_offline_stops_with_an_error_naming_the_model(monkeypatch):
+    import huggingface_hub.constants
+
+    from lalr_core.chapters.ch03_ntk.runs import nlp_finetuning
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
+    s = nt.CHAPTER.settings("paper", {"nlp_model": "lalr-core-tests/absent-model"})
+    cfg = nlp_finetuning(s, "sst2", 1.0, 0)
+    with pytest.raises(OSError, match="absent-model"):
+        initial_model(cfg)

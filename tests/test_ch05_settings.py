@@ -39,7 +39,8 @@ def test_every_profile_plans_paired_runs():
                    for (arm, lr, seed), c in tab.items())
         cfgs, cbs = qn.CHAPTER.all_runs(s)
         assert len(cfgs) == len({*f46.values(), *qn.fig46_runs(s, s.diverge_lr).values(), *tab.values(),
-                                qn.hessian_run(s), *qn.fig410_runs(s).values(), *qn.fig420_runs(s).values(),
+                                qn.hessian_run(s), *qn.fig410_runs(s).values(),
+                                *qn.fig410_runs(s, s.bs_source_lr).values(), *qn.fig420_runs(s).values(),
                                 *qn.phi_runs(s).values(), *qn.cohesion_runs(s).values()})
         assert cbs[cfgs.index(qn.hessian_run(s))] == qn.probe_runs(s)["subspace"][1]
         assert "weights" in qn.probe_runs(s)["subspace"][1]

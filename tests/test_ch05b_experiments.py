@@ -13,7 +13,7 @@ def test_registered_with_settings_per_profile_and_no_training_runs():
     assert CHAPTERS["05b"] == "ch05b_newton_natural_gradient"
     assert chapter("05b") is ch05b.CHAPTER and ch05b.CHAPTER.sections is None
     assert {p: chapter_settings("05b", p).e15_seeds for p in ("smoke", "quick", "paper")} == \
-        {"smoke": 3, "quick": 4, "paper": 3}
+        {"smoke": 3, "quick": 10, "paper": 3}
     assert prepared_datasets(chapter_settings("05b", "quick")) == set()   # synthetic toys only
 
 

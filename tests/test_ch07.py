@@ -11,6 +11,7 @@ from lalr_core.chapters import chapter_settings
     ({"sigma_b2": -0.1}, "sigma_b2"), ({"e1_grid": (3, 80)}, "e1_grid"),
     ({"e7_dim": 30, "e7_heads": 4}, "e7_dim"), ({"e8_ks": (16, 1024)}, "e8_ks"),
     ({"e2_width": 0}, "e2_width"), ({"e3_depths": (5, -1)}, "e3_depths"),
+    ({"e3_seeds": 0}, "e3_seeds"),
 ])
 def test_bad_settings_stop_before_any_compute_naming_the_setting(bad, name):
     with pytest.raises(ValueError, match=name):

@@ -32,3 +32,17 @@ def test_changed_verdict_number_and_table_are_reported(tmp_path, capsys):
     assert diffs[1] == "table 04_x/t.csv: content differs"
     assert cc.main(["compare", str(tmp_path / "before.json"), str(tmp_path / "b")]) == 1
     assert cc.main(["compare", str(tmp_path / "before.json"), str(tmp_path / "a")]) == 0
+
+
+def test_counts_split_claim_tests_from_sanity_checks(tmp_path):
+    before = cc.snapshot(_tree(tmp_path / "a"))
+    after = cc.snapshot(_tree(tmp_path / "b", "FAIL"))
+    rows = json.loads((tmp_path / "b/04_x/checks.json").read_text())
+    rows[0]["kind"] = "claim"
+    rows.append({**rows[0], "claim": "sums to one", "kind": "sanity", "verdict": "PASS"})
+    (tmp_path / "b/04_x/checks.json").write_text(json.dumps(rows))
+    table = cc.counts_table(before, cc.snapshot(tmp_path / "b"))
+    assert "| 04_x | unclassified | 1/0/0/0 | 0/0/0/0 |" in table
+    assert "| 04_x | claim | 0/0/0/0 | 0/1/0/0 |" in table
+    assert "| 04_x | sanity | 0/0/0/0 | 1/0/0/0 |" in table
+    assert after["checks"]["04_x"][0]["verdict"] == "FAIL"

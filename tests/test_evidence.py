@@ -67,16 +67,18 @@ def test_check_stores_the_interval_and_report_prints_it(tmp_path, monkeypatch):
     monkeypatch.setenv(FIGURES_ENV, str(tmp_path))
     out = FigureWriter("02_tempbalance", "smoke", "02_tempbalance.ipynb")
     rec = out.check("fig2.1", "TB beats the baseline", paired_difference(
-        [0.9, 0.92, 0.91], [0.85, 0.86, 0.86], scale=100), quote="TB improves accuracy")
+        [0.9, 0.92, 0.91], [0.85, 0.86, 0.86], scale=100), kind="claim",
+        quote="TB improves accuracy", source_effect=2.0)
     assert rec["verdict"] == "PASS" and rec["passed"] is True
     assert rec["interval"]["n"] == 3 and rec["interval"]["confidence"] == 0.95
     rec = out.check("fig2.1", "about equal", paired_difference([0.9, 0.91], [0.9, 0.93],
                                                                threshold=0.5, side="within",
-                                                               scale=100))
+                                                               scale=100), kind="claim")
     assert rec["verdict"] == "INCONCLUSIVE" and rec["passed"] is None
     text = report.render_report("smoke", tmp_path / "smoke", [])
-    assert "1 PASS, 0 FAIL, 1 INCONCLUSIVE, 0 N/A" in text
-    assert "  - 02_tempbalance: 1 PASS, 1 INCONCLUSIVE" in text
+    assert "claim tests (the verdicts): 2: 1 PASS, 0 FAIL, 1 INCONCLUSIVE (1 underpowered), 0 N/A" in text
+    assert "  - 02_tempbalance: 2 claim tests: 1 PASS" in text
+    assert "INCONCLUSIVE (underpowered at this profile)** about equal" in text
     assert "+5.33 [" in text and "3 seeds" in text
     assert "Source: “TB improves accuracy”" in text
 
@@ -147,3 +149,32 @@ def test_at_least_counts_parts_and_every_names_the_deciding_part():
     assert at_least({"a": p, "b": f, "c": f}, 2).verdict == "FAIL"
     assert every({"a": p, "b": f}).verdict == "FAIL" and "deciding part: b" in every({"a": p, "b": f}).method
     assert mean_interval([0.4, 0.6, 0.5], threshold=0.3, unit="run").text().endswith("3 runs")
+
+
+def test_rank_correlation_by_seed_is_wider_than_pooled_pairs_when_runs_disagree():
+    from lalr_core.core.results.evidence import rank_correlation, rank_correlation_by_seed
+    rng = np.random.default_rng(0)
+    # five runs of 40 pairs each: within a run a strong trend whose sign differs by run
+    signs = (1, 1, 1, -1, 1)
+    groups = [(x := rng.normal(size=40), s * x + 0.1 * rng.normal(size=40)) for s in signs]
+    pooled = rank_correlation(np.concatenate([g[0] for g in groups]),
+                              np.concatenate([g[1] for g in groups]))
+    by_run = rank_correlation_by_seed(groups)
+    rhos = [stats.spearmanr(x, y).statistic for x, y in groups]
+    half = stats.t.ppf(0.975, 4) * np.std(rhos, ddof=1) / np.sqrt(5)   # the t interval by hand
+    assert by_run.estimate == pytest.approx(np.mean(rhos))
+    assert (by_run.low, by_run.high) == pytest.approx((np.mean(rhos) - half, 1.0))
+    assert by_run.half_width > 2 * pooled.half_width
+    assert by_run.n == 5 and by_run.unit == "run" and by_run.verdict == "INCONCLUSIVE"
+    # every run agrees: decided; one run: no interval; a short or flat run has no rho
+    same = [(x := rng.normal(size=20), x + 0.1 * rng.normal(size=20)) for _ in range(4)]
+    assert rank_correlation_by_seed(same).verdict == "PASS"
+    assert rank_correlation_by_seed(same, side="less").verdict == "FAIL"
+    assert rank_correlation_by_seed(same[:1]).verdict == "INCONCLUSIVE"
+    assert rank_correlation_by_seed([*same, ([1, 2], [2, 1]), ([1, 1, 1], [1, 2, 3])]).n == 4
+
+
+def test_rank_correlation_of_a_perfect_order_keeps_rho_inside_its_interval():
+    from lalr_core.core.results.evidence import rank_correlation
+    ev = rank_correlation([1, 2, 3, 4, 5, 6, 7], [2, 4, 6, 8, 10, 12, 14])
+    assert ev.estimate == pytest.approx(1.0) and ev.low <= ev.estimate <= ev.high

@@ -214,20 +214,26 @@ def test_save_table_keeps_a_named_index(writer):
 
 # ----------------------------------------------------------------------------- checks
 def test_check_records_dedups_and_never_raises_on_fail(writer):
-    r1 = writer.check("fig3.11", "psi tracks 1/sqrt(t)", False, detail="12% off",
+    r1 = writer.check("fig3.11", "psi tracks 1/sqrt(t)", False, kind="claim", detail="12% off",
                       ours=np.float64(0.11), source=0.1)
     assert r1["verdict"] == "FAIL" and r1["ours"] == 0.11
-    writer.check("fig3.11", "psi tracks 1/sqrt(t)", np.bool_(True), ours=0.1, source=0.1)
-    writer.check("fig3.7A", "spikes at LR drops", None, detail="no LR schedule at smoke")
+    writer.check("fig3.11", "psi tracks 1/sqrt(t)", np.bool_(True), kind="claim", ours=0.1,
+                 source=0.1)
+    writer.check("fig3.7A", "spikes at LR drops", None, kind="claim",
+                 detail="no LR schedule at smoke")
     records = writer.checks()
     assert [(r["item_id"], r["verdict"]) for r in records] == [("fig3.11", "PASS"),
                                                                 ("fig3.7A", "N/A")]
     on_disk = json.loads(writer.checks_path.read_text())
     assert on_disk == records
     with pytest.raises(ValueError, match="detail"):
-        writer.check("fig3.7A", "x", None)
+        writer.check("fig3.7A", "x", None, kind="claim")
     with pytest.raises(ValueError, match="passed"):
-        writer.check("fig3.7A", "x", 1)
+        writer.check("fig3.7A", "x", 1, kind="claim")
+    with pytest.raises(ValueError, match="kind"):
+        writer.check("fig3.7A", "x", True, kind="proxy")
+    with pytest.raises(TypeError):
+        writer.check("fig3.7A", "x", True)  # every check says what it is
 
 
 # ----------------------------------------------------------------------------- report
@@ -235,23 +241,27 @@ def test_build_report_lists_present_missing_and_counts(tmp_path, writer, small_f
     inv = _write_inventory(tmp_path / "inv.csv", [("fig3.10", "figure"), ("fig3.11", "figure"),
                                                   ("table9", "table")])
     writer.savefig(small_fig, "fig3.11")
-    writer.check("fig3.11", "psi tracks 1/sqrt(t)", True, detail="within 5%", ours=0.1,
-                 source=0.1)
-    writer.check("fig3.11", "second claim", False, detail="off")
-    writer.check("figX", "extra claim", None, detail="data missing")
+    writer.check("fig3.11", "psi tracks 1/sqrt(t)", True, kind="claim", detail="within 5%",
+                 ours=0.1, source=0.1)
+    writer.check("fig3.11", "second claim", False, kind="claim", detail="off")
+    writer.check("figX", "extra claim", None, kind="claim", detail="data missing")
+    writer.check("table9", "rows sum to one", True, kind="sanity")
     (tmp_path / "smoke" / "timings.json").write_text(
         json.dumps([{"notebook": "04_directedness.ipynb", "seconds": 12.5, "status": "ok"}]))
     path = report.build_report("smoke", root=tmp_path, inventory=inv)
     assert path == tmp_path / "smoke" / "REPORT.md"
     text = path.read_text()
     assert "3 in the inventory, 1 present, 2 missing" in text
-    assert "3 in all, 1 PASS, 1 FAIL, 0 INCONCLUSIVE, 1 N/A (1 for items not in the inventory)" in text
-    rows = {line.split(" | ")[1]: line for line in text.splitlines()
-            if line.startswith(f"| {CHAPTER} |")}
+    assert "- claim tests (the verdicts): 3: 1 PASS, 1 FAIL, 0 INCONCLUSIVE, 1 N/A" in text
+    assert "- sanity checks (not verdicts): 1, 1 hold" in text
+    rows = {line.split(" | ")[1]: line for line in text.split("## Items")[1].split("## ")[0]
+            .splitlines() if line.startswith(f"| {CHAPTER} |")}
     assert f"[png]({CHAPTER}/fig3.11.png)" in rows["fig3.11"]
     assert "**PASS** psi tracks 1/sqrt(t): within 5% (ours: 0.1; source: 0.1)" in rows["fig3.11"]
     assert "**FAIL** second claim" in rows["fig3.11"]
     assert "| missing |" in rows["fig3.10"] and "| missing |" in rows["table9"]
+    assert "no claim test (1 sanity checks below)" in rows["table9"]
+    assert "**PASS** rows sum to one" in text.split("## Sanity checks")[1]
     other = text.split("## Other checks")[1]
     assert "figX" in other and "**N/A** extra claim: data missing" in other
     assert "| 04_directedness.ipynb | 12.5 | ok |" in text
@@ -278,7 +288,10 @@ def test_inventory_holds_every_lalr_claim_with_its_quote():
     rows = {r["item_id"]: r for r in inventory.read_inventory(inventory.default_inventory())
             if r["chapter"] == "01_lalr"}
     for cid, claim in CLAIMS.items():
-        assert rows[cid]["kind"] == "claim" and rows[cid]["source_claim"] == claim.quote, cid
+        row = rows[claim.item]  # a claim's own row, or the check or experiment it belongs to
+        assert row["kind"] != "claim" or row["source_claim"] == claim.quote, cid
+    assert all(rows[cid]["kind"] == "claim" for cid in CLAIMS if cid.startswith("L-C")
+               and "." not in cid)
 
 
 def test_a_claim_item_links_its_chapters_verdict_table(tmp_path):
@@ -301,7 +314,7 @@ def test_bad_item_id_raises(writer, small_fig, item_id):
     with pytest.raises(ValueError, match="item_id"):
         writer.savefig(small_fig, item_id)
     with pytest.raises(ValueError, match="item_id"):
-        writer.check(item_id, "claim", True)
+        writer.check(item_id, "claim", True, kind="claim")
 
 
 def test_bad_profile_raises(tmp_path):
@@ -319,11 +332,11 @@ def test_a_new_writer_starts_with_fresh_checks(tmp_path):
     from lalr_core.core.results.writer import FigureWriter
 
     first = FigureWriter("04_x", "smoke", "nb.ipynb", root=tmp_path)
-    first.check("fig1", "old claim", True)
+    first.check("fig1", "old claim", True, kind="claim")
     assert len(first.checks()) == 1
     second = FigureWriter("04_x", "smoke", "nb.ipynb", root=tmp_path)
     assert second.checks() == []
-    second.check("fig1", "new claim", False)
+    second.check("fig1", "new claim", False, kind="claim")
     kept = FigureWriter("04_x", "smoke", "nb.ipynb", root=tmp_path, fresh_checks=False)
     assert [c["claim"] for c in kept.checks()] == ["new claim"]
 

@@ -57,24 +57,25 @@ def random_layers(shapes, seed=0, dtype=torch.float64):
 
 
 # ----------------------------------------------------------------------------- references
-def ref_distributions(ws, variant):
+def ref_distributions(ws, variant, bins=64, eps=None):
     """numpy: one distribution per layer, built independently of the library."""
+    eps = EPS if eps is None else eps
     arrs = [w.numpy().ravel() for w in ws]
     if variant == "hist":
         lo, hi = min(a.min() for a in arrs), max(a.max() for a in arrs)
-        P = [np.histogram(a, bins=64, range=(lo, hi))[0] / a.size for a in arrs]
+        P = [np.histogram(a, bins=bins, range=(lo, hi))[0] / a.size for a in arrs]
     else:
         n = min(a.size for a in arrs)
         if variant == "softmax_trunc":
             P = [np.exp(a[:n] - a[:n].max()) / np.exp(a[:n] - a[:n].max()).sum() for a in arrs]
         else:
             P = [np.abs(a[:n]) / np.abs(a[:n]).sum() for a in arrs]
-    return [(p + EPS) / (p + EPS).sum() for p in P]
+    return [(p + eps) / (p + eps).sum() for p in P]
 
 
-def ref_ce(ws, variant):
+def ref_ce(ws, variant, bins=64, eps=None):
     """Per-pair loop: mean over j != i of -sum p_i log p_j."""
-    P = ref_distributions(ws, variant)
+    P = ref_distributions(ws, variant, bins, eps)
     L = len(P)
     return np.array([sum(-(P[i] * np.log(P[j])).sum() for j in range(L) if j != i) / (L - 1)
                      for i in range(L)])
@@ -137,6 +138,19 @@ def test_svd_rejects_what_it_cannot_measure():
 def test_ce_equals_the_per_pair_loop(variant):
     ws = random_layers([(8, 6), (6, 8), (5, 4), (3, 3), (10, 10)])
     assert ce_metric(ws, variant) == pytest.approx(ref_ce(ws, variant), rel=1e-10)
+
+
+def test_ce_bins_and_eps_are_the_open_choices():
+    ws = random_layers([(8, 6), (6, 8), (5, 4)])
+    coarse = ce_metric(ws, "hist", bins=16, eps=1e-3)
+    assert coarse == pytest.approx(ref_ce(ws, "hist", 16, 1e-3), rel=1e-10)
+    assert not np.allclose(coarse, ce_metric(ws))
+    assert lalr.layer_metrics(ws, ce_bins=16, ce_eps=1e-3)["ce"] == pytest.approx(coarse)
+    for bad in ({"ce_bins": 1}, {"ce_bins": 2.5}, {"ce_eps": 0.0}, {"ce_eps": 1.0}):
+        with pytest.raises(ValueError, match="ce_"):
+            lalr.LALR(**bad)
+    assert lalr.LALR(ce_bins=16, ce_eps=1e-3).scaler().ce_choices == {"ce_bins": 16, "ce_eps": 1e-3}
+    assert lalr.LALR() == lalr.LALR(ce_bins=metrics.CE_BINS, ce_eps=metrics.CE_EPS)
 
 
 def test_ce_of_identical_layers_is_their_entropy():

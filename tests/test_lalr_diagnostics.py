@@ -22,7 +22,8 @@ from torch import nn
 from lalr_core.core.loop.config import RunConfig
 from lalr_core.methods.pretrained.text.tasks import finetuning_config
 from lalr_core.core.loop.train import initial_model, train
-from lalr_core.methods.layer_lr.lalr import LALR, layer_matrices
+from lalr_core.methods.layer_lr.lalr import LALR, layer_matrices, layer_metrics
+from lalr_core.methods.layer_lr.lalr.analysis import uniform_table
 from lalr_core.methods.layer_lr.lalr import analysis as A
 from lalr_core.methods.layer_lr.lalr.diagnostics import (
     LayerDiagnostics,
@@ -68,6 +69,15 @@ def test_rank_norm_and_mean_singular_value_of_known_matrices():
     assert out["mean_sv"].tolist() == pytest.approx([1.0, 2.0], rel=1e-9)
     assert out["fro_norm"].tolist() == pytest.approx([math.sqrt(10), math.sqrt(12)], rel=1e-12)
     assert effective_rank(torch.zeros(3)) == 0.0
+
+
+def test_raw_metrics_are_lalrs():
+    ws = [torch.randn(6, 4, generator=torch.Generator().manual_seed(k)) * (k + 1)
+          for k in range(3)]
+    out, raw = weight_diagnostics(ws), layer_metrics(ws)
+    assert out["raw_svd"] == pytest.approx(raw["svd"], rel=1e-6)
+    assert out["raw_ce"] == pytest.approx(raw["ce"], rel=1e-6)
+    assert out["mean_cs"] == pytest.approx(raw["cs"], rel=1e-6)
 
 
 def test_histogram_entropy_and_mean_cosine():
@@ -174,7 +184,8 @@ def test_run_tables_equal_explicit_computations_on_the_weights_of_each_epoch():
                                                             .mean().item())
         at = layers[layers["epoch"] == e]
         expect = weight_diagnostics(list(layer_matrices(model).values()))
-        for c in ("fro_norm", "eff_rank", "mean_sv", "hist_entropy", "mean_cs"):
+        for c in ("fro_norm", "eff_rank", "mean_sv", "hist_entropy", "mean_cs", "raw_svd",
+                  "raw_ce"):
             assert at[c].to_numpy() == pytest.approx(expect[c], rel=1e-6, abs=1e-9), c
         if e:
             prev = snaps.states[e - 1]["encoder.blocks.1.ff2.weight"]
@@ -194,6 +205,14 @@ def test_run_tables_equal_explicit_computations_on_the_weights_of_each_epoch():
         ref = RidgeClassifier(alpha=1.0).fit((states_t[k] - mu) / sd, y.numpy())
         assert last[k] == pytest.approx(ref.score((states_v[k] - mu) / sd, yv.numpy()))
     assert epochs["probe_gap"][2] == pytest.approx(last.max() - last.min())
+    # the null of X-L7 / X-L12: LALR's rule applied to the diagnostics' raw metrics gives the
+    # scales LALR set from the same weights (here LALR trained, so they must agree)
+    null = uniform_table(layers)
+    assert null["epoch"].tolist() == lalr["epoch"].tolist()
+    assert null["phase"].tolist() == lalr["phase"].tolist()
+    for m in ("svd", "ce", "cs"):
+        assert null[m].to_numpy() == pytest.approx(lalr[m].to_numpy(), rel=1e-5, abs=1e-9), m
+    assert null["lr_scale"].to_numpy() == pytest.approx(lalr["lr_scale"].to_numpy(), abs=1e-5)
 
 
 def test_resumed_run_gives_the_uninterrupted_tables(tmp_path):

@@ -10,7 +10,7 @@ notes give none), at their printed precision."""
 
 import numpy as np
 import pytest
-from scipy import integrate, stats
+from scipy import integrate, optimize, stats
 
 from lalr_core.methods.signal import mean_field as mf
 from lalr_core.methods.signal import nngp as ng
@@ -27,8 +27,8 @@ def gauss_quad(f):
 
 
 # our reference values (not in the notes): critical sigma_w2 and q* there (tanh)
-CRITICAL = [(0.01, 1.424, 0.273), (0.05, 1.761, 0.570), (0.1, 1.986, 0.806),
-            (0.5, 2.843, 1.971), (1.0, 3.443, 3.036), (2.0, 4.261, 4.827)]
+CRITICAL = [(0.01, 1.4242, 0.2733), (0.05, 1.7610, 0.5700), (0.1, 1.9861, 0.8058),
+            (0.5, 2.8432, 1.9710), (1.0, 3.4432, 3.0364), (2.0, 4.2664, 4.8306)]
 # our reference values: tanh, sigma_b2 = 0.05: sigma_w2, q*, chi_1, c*, xi_c, xi_q
 DEPTH_TABLE = [(1.0, 0.194, 0.759, 1.0, 3.6, 1.75), (1.5, 0.418, 0.939, 1.0, 15.8, 1.68),
                (2.5, 1.064, 1.134, 0.447, 11.8, 1.18), (4.0, 2.196, 1.342, 0.165, 7.0, 0.87)]
@@ -104,12 +104,66 @@ def test_e1_grid_size_runs_and_matches_critical_line():
 # ----------------------------------------------------------------------------- critical line
 @pytest.mark.parametrize("sb2,sw2_crit,q_star", CRITICAL)
 def test_critical_line_matches_our_reference_values(sb2, sw2_crit, q_star):
-    """The reference table to its 3 decimals, and ``chi_1 = 1`` there to 1e-8."""
+    """The reference table to its 4 decimals, and ``chi_1 = 1`` there to 1e-8."""
     sw = mf.critical_sigma_w2("tanh", sb2)
-    assert sw == pytest.approx(sw2_crit, abs=6e-4)
+    assert sw == pytest.approx(sw2_crit, abs=6e-5)
     grid = mf.chi1_grid("tanh", [sw], [sb2])
-    assert grid.q_star[0, 0] == pytest.approx(q_star, abs=6e-4)
+    assert grid.q_star[0, 0] == pytest.approx(q_star, abs=6e-5)
     assert grid.chi1[0, 0] == pytest.approx(1.0, abs=1e-8)
+
+
+def adaptive_chi1_root(sb2: float) -> tuple[float, float]:
+    """The critical ``sigma_w2`` and ``q*`` of tanh by adaptive quadrature only: ``q*`` by
+    root finding on ``V(q) - q`` with `gauss_quad`, ``chi_1 - 1`` by brentq (no Gauss-Hermite)."""
+    def q_star(sw):
+        return optimize.brentq(lambda q: sb2 + sw * gauss_quad(
+            lambda z: np.tanh(np.sqrt(q) * z) ** 2) - q, 1e-9, sw + sb2 + 1, xtol=1e-14)
+
+    def excess(sw):
+        q = q_star(sw)
+        return sw * gauss_quad(lambda z: sech2(np.sqrt(q) * z) ** 2) - 1
+
+    sw = optimize.brentq(excess, 1.2, 6.0, xtol=1e-10)
+    return sw, q_star(sw)
+
+
+@pytest.mark.parametrize("sb2", [0.05, 1.0, 2.0])
+def test_critical_line_equals_adaptive_quadrature(sb2):
+    """The oracle is scipy's adaptive quadrature: the critical ``sigma_w2`` and its ``q*``
+    agree to 1e-7. A fixed 101-node Gauss-Hermite rule (the former default) misses the
+    ``sigma_b2 = 2`` root by 5e-3 (4.2611 against 4.2664): it cannot resolve
+    ``sech^4(sqrt(q*) z)`` at ``q* = 4.8``."""
+    sw_ref, q_ref = adaptive_chi1_root(sb2)
+    assert mf.critical_sigma_w2("tanh", sb2) == pytest.approx(sw_ref, abs=1e-7)
+    assert mf.depth_scales("tanh", sw_ref, sb2).q_star == pytest.approx(q_ref, abs=1e-7)
+    if sb2 == 2.0:
+        assert abs(mf.critical_sigma_w2("tanh", sb2, nodes=101) - sw_ref) > 4e-3
+
+
+@pytest.mark.parametrize("q", [0.2, 1.0, 3.0, 4.8, 6.0, 10.0])
+def test_chi1_and_qmap_equal_adaptive_quadrature_at_large_lengths(q):
+    """The default 1-D rule (`nngp.nodes_for`) against adaptive quadrature: ``mu_1`` (the
+    ``sech^4`` integrand of ``chi_1``) and the q-map to 1e-10 up to ``q = 10``; ``mu_2``
+    (``sech^8``, whose poles are of higher order, used only for E6's Jacobian variance) to
+    1e-8."""
+    s = np.sqrt(q)
+    for k, tol in ((1, 1e-10), (2, 1e-8)):
+        assert float(ng.derivative_moment(q, "tanh", k)) == pytest.approx(
+            gauss_quad(lambda z, k=k: sech2(s * z) ** (2 * k)), abs=tol), k
+    assert float(ng.qmap(q, "tanh", 1.0, 0.0)) == pytest.approx(
+        gauss_quad(lambda z: np.tanh(s * z) ** 2), abs=1e-10)
+
+
+def test_phase_grid_chi1_equals_adaptive_quadrature():
+    """chi_1 on a coarse version of E1's range, at the grid's own ``q*``, equals
+    ``sigma_w2 mu_1(q*)`` by adaptive quadrature to 1e-9 (the 101-node rule: off by > 1e-4)."""
+    sw, sb = np.linspace(0.5, 5.0, 7), np.array([0.0, 1.0, 2.0])
+    grid, coarse = mf.chi1_grid("tanh", sw, sb), mf.chi1_grid("tanh", sw, sb, nodes=101)
+    ref = np.array([[w * gauss_quad(lambda z, q=q: sech2(np.sqrt(q) * z) ** 2) if np.isfinite(q)
+                     else np.nan for w, q in zip(sw, col)] for col in grid.q_star.T]).T
+    ok = np.isfinite(ref)
+    np.testing.assert_allclose(grid.chi1[ok], ref[ok], atol=1e-9)
+    assert np.nanmax(np.abs(coarse.chi1 - ref)) > 1e-4
 
 
 def test_chi1_crosses_one_at_the_boundary():
@@ -174,7 +228,7 @@ def test_map_slopes_equal_schoenholz_integrals(sw):
     d = mf.depth_scales("tanh", sw, 0.05)
     s = np.sqrt(d.q_star)
     phi_pp_phi = gauss_quad(lambda z: -2 * np.tanh(s * z) ** 2 * sech2(s * z))
-    # 101-node Gauss-Hermite on tanh loses digits as q grows (nngp: ~1e-6 at q = 4)
+    # the 1-D rules are chosen from q (~1e-12); the 2-D c-map rule stays at 101 nodes
     rel = 1e-7 if d.q_star < 1.5 else 1e-4
     assert d.chi_q == pytest.approx(d.chi1 + sw * phi_pp_phi, rel=rel)
     e = ng.gaussian_product_expectation(d.q_star, d.q_star, d.c_star * d.q_star, sech2,

@@ -212,7 +212,7 @@ _CONV = (GradTransform("orth", layers="conv"),)
 _REP = {"representations": {"modules": ["bn1", "bn2", "bn3"], "every": 2}}
 _TDP = {"zero_grad": {"layer": "layer2.0.conv2"}}
 _COS = {"filter_cos": {"layers": ["conv2", "conv3"], "every": 2}}
-_SYM = {"symmetry": {"layer": "conv2", "every": 1}}
+_SYM = {"symmetry": {"layer": "conv2", "every": 1, "skip": 2}}
 
 
 def _u(model, methods=(), **changes):

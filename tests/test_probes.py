@@ -33,3 +33,27 @@ def test_symmetry_probe_last_sgd_step_points_at_the_solution():
     out = train(RunConfig(**TINY, optimizer="sgd", wd=0.0), callbacks=[SymmetryProbe("conv2")],
                 progress=False)
     np.testing.assert_allclose(out["callbacks"]["symmetry"]["phi"][-1], -1.0, atol=1e-6)
+
+
+def test_symmetry_probe_own_update_null_leaves_step_t_out():
+    """Plain SGD: phi from theta_t is -1 on the last batch (its own step is all of theta_tau -
+    theta_t); phi_ahead with skip k starts from theta_{t+k}, so g_t's step is not in it."""
+    steps = 2 * 64 // 16
+    out = train(RunConfig(**TINY, optimizer="sgd", wd=0.0),
+                callbacks=[SymmetryProbe("conv2", skip=2)], progress=False)
+    sym = out["callbacks"]["symmetry"]
+    assert sym["skip"] == 2 and list(sym["steps_ahead"]) == list(range(steps - 2))
+    assert sym["phi_ahead"].shape == (steps - 2, 32) == sym["phi_perm_ahead"].shape
+    assert np.all(np.abs(sym["phi_ahead"]) <= 1 + 1e-9)
+    # the batch two before the end: theta_tau - theta_{t+2} is the last two steps' updates,
+    # without g_t's own; so phi_ahead there is not the -1 of the own-update identity
+    assert not np.allclose(sym["phi_ahead"][-1], -1.0, atol=1e-3)
+    assert "phi_ahead" not in train(RunConfig(**TINY), callbacks=[SymmetryProbe("conv2")],
+                                    progress=False)["callbacks"]["symmetry"]
+
+
+def test_symmetry_probe_skip_must_be_a_multiple_of_every():
+    import pytest
+
+    with pytest.raises(ValueError, match="multiple of every"):
+        SymmetryProbe("conv2", every=2, skip=3)

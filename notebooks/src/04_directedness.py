@@ -36,8 +36,12 @@
 #
 # **What this notebook regenerates.** Figs 1.2, A.1 (A, B), 3.8–3.11, 3.13–3.16, and, from
 # SGDM and Adam training runs (several seeds each), figs 3.7, 3.12, 3.17, 3.18, 3.19. Every
-# figure states the thesis's claim and ends with a check computed from our data (a comparison
-# of runs on its 95% interval over seeds); the verdicts go into
+# figure states the thesis's claim and ends with a check computed from our data. A *claim test*
+# judges the thesis's claim, in its direction, against a null (a random walk, the other
+# optimiser, or the same run where no lr drop happens) on a 95% interval over seeds; it is kept
+# as data in `ch04_directedness.claims` and computed by `ch04_directedness.findings`. A *sanity
+# check* compares a simulation with its closed form (figs 1.2, A.1, 3.8–3.10, 3.13–3.16 and
+# listings C.2–C.4): it guards the code and is no verdict on the thesis. The verdicts go into
 # `figures/<profile>/REPORT.md`. All trajectory metrics are *streamed* during training
 # (`lalr_core.methods.trajectory.PathMetrics`): only the step norms and a ring buffer of the last N+1
 # parameter vectors are kept, never the whole trajectory.
@@ -54,27 +58,45 @@ profile = "smoke"   # smoke | quick | paper
 overrides = {}      # any field of the chapter's Settings, e.g. {"epochs": 20}
 
 # %%
+import dataclasses
 import time
 
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from lalr_core.methods import trajectory as tj
-from lalr_core.chapters import chapter_settings
 from lalr_core.chapters import ch04_directedness as ch4
+from lalr_core.chapters import chapter_settings
 from lalr_core.chapters.ch04_directedness import CHAPTER, RUNS, directedness_configs
-from lalr_core.core.results.evidence import mean_interval, paired_difference, per_seed
-from lalr_core.core.results.tables import run_table
-from lalr_core.core.runs.units import train_runs
-from lalr_core.core.results.writer import FigureWriter
+from lalr_core.chapters.ch04_directedness import findings as fd
+from lalr_core.chapters.ch04_directedness.claims import CLAIMS
+from lalr_core.core.results.claims import Finding
+from lalr_core.core.results.evidence import per_seed
 from lalr_core.core.results.plots import bplot
 from lalr_core.core.results.style import set_style
+from lalr_core.core.results.tables import run_table
+from lalr_core.core.results.writer import FigureWriter
+from lalr_core.core.runs.units import train_runs
+from lalr_core.methods import trajectory as tj
 
 S = chapter_settings("04", profile, overrides)   # validated before any compute
 out = FigureWriter("04_directedness", profile, "04_directedness.ipynb")
 set_style()
 T_SIM = S.sim_steps
+
+
+def sanity(item_id, claim, passed, **kw):
+    """A sanity check: a simulation against its closed form, or an identity; it guards the
+    code and is not counted as a verdict on the source."""
+    return out.check(item_id, claim, passed, kind="sanity", **kw)
+
+
+def record(*found):
+    """Record each `findings.SeedFinding` under its claim."""
+    for f in found:
+        out.record(CLAIMS[f.claim_id], f.finding)
+
+
 pd.Series(S.as_dict(), dtype=object).to_frame("setting")
 
 # %% [markdown]
@@ -100,7 +122,7 @@ axs[0].set_title("Tukey"); axs[1].set_title("Tufte")
 axs[1].set_xticks(range(4)); axs[1].set_xlim((0.5, 3.5))
 out.savefig(fig, "fig1.2", seeds=[19680801])
 tukey_medians = [b["medians"][0].get_ydata()[0] for b in tukey]
-out.check("fig1.2", "both panels show the same medians",
+sanity("fig1.2", "both panels show the same medians",
           bool(np.allclose(tukey_medians, [np.median(d) for d in datasets])),
           ours=[round(m, 2) for m in tukey_medians])
 
@@ -132,10 +154,10 @@ for panel, x_max in (("A", 10), ("B", 100)):
     ax.set_xlabel("n"); ax.legend()
     out.savefig(fig, f"figA.1{panel}")
     gap = np.sqrt(n / 2) - tj.G(n)
-    out.check(f"figA.1{panel}", "G(n) < sqrt(n/2) everywhere (Corollary A.5)", bool((gap > 0).all()),
+    sanity(f"figA.1{panel}", "G(n) < sqrt(n/2) everywhere (Corollary A.5)", bool((gap > 0).all()),
               detail=f"min gap {gap.min():.2e}", quote=UPPER_QUOTE)
 rel_gap_100 = 1 - tj.G(100) / np.sqrt(50)
-out.check("figA.1B", "the approximation is good for large n: relative gap < 1% at n = 100",
+sanity("figA.1B", "the approximation is good for large n: relative gap < 1% at n = 100",
           bool(rel_gap_100 < 0.01), ours=f"{100 * rel_gap_100:.3f} %",
           quote="Corollary A.2. $G(n) \\approx \\sqrt{\\frac{n}{2}}$, for large n .")
 
@@ -174,7 +196,7 @@ rows.append(("C.3 Var[cos] = 1/n (A.12)", 1 / 3, cos.var(ddof=1), np.sqrt(2 / (c
 mc = pd.DataFrame(rows, columns=["quantity", "theory", "empirical", "std_error"])
 mc["z"] = (mc["empirical"] - mc["theory"]) / mc["std_error"]
 out.save_table(mc, "listingsC.2-C.4")
-out.check("listingsC.2-C.4", "every empirical mean within 3 standard errors of its closed form",
+sanity("listingsC.2-C.4", "every empirical mean within 3 standard errors of its closed form",
           bool((mc["z"].abs() < 3).all()), ours=f"max |z| = {mc['z'].abs().max():.2f}")
 mc
 
@@ -195,7 +217,7 @@ ax.plot(*walk2d[0], "o", color="C2", label="start"); ax.plot(*walk2d[-1], "s", c
 ax.set_xlabel(r"$\theta^1$"); ax.set_ylabel(r"$\theta^2$"); ax.legend(); ax.set_aspect("equal")
 out.savefig(fig, "fig3.8", seeds=[1])
 m2 = tj.path_metrics(walk2d)
-out.check("fig3.8", "a random walk wanders without a centre: psi(T) is of order 1/sqrt(T)",
+sanity("fig3.8", "a random walk wanders without a centre: psi(T) is of order 1/sqrt(T)",
           bool(m2["psi"][-1] < 5 / np.sqrt(T_SIM)), ours=round(float(m2["psi"][-1]), 3),
           source=f"1/sqrt(T) = {1 / np.sqrt(T_SIM):.3f}")
 
@@ -216,7 +238,7 @@ RW_QUOTE = ("We simulate a random walk in 1 dimension with $\\theta_0 = \\mathbf
             "$\\sigma = 0.01$; showing, in figure 3.9, the random walk behaviour and, in figure "
             "3.10, a 100 dimensional random walk where the expected distances are a good "
             "approximation for the simulated values.")
-out.check("fig3.9", "excursions are of order sigma*sqrt(t) (>= 95% of steps within 3 sigma sqrt(t))",
+sanity("fig3.9", "excursions are of order sigma*sqrt(t) (>= 95% of steps within 3 sigma sqrt(t))",
           bool(inside >= 0.95), ours=f"{100 * inside:.1f} %", quote=RW_QUOTE)
 
 # %% [markdown]
@@ -236,9 +258,9 @@ ax.set_xlabel("t"); ax.set_ylabel("distance"); ax.legend()
 out.savefig(fig, "fig3.10", seeds=[3])
 sd_dt = np.sqrt(tj.norm_variance(0.01, 100) * t)          # Lemma A.15
 ds_err = np.abs(m["ds"][-1] / E_ds[-1] - 1)
-out.check("fig3.10", "simulated D_s matches t*sigma*sqrt(2)*G(n) (within 2% at t = T)", bool(ds_err < 0.02),
+sanity("fig3.10", "simulated D_s matches t*sigma*sqrt(2)*G(n) (within 2% at t = T)", bool(ds_err < 0.02),
           ours=f"{100 * ds_err:.2f} %", quote=RW_QUOTE)
-out.check("fig3.10", "simulated D_t stays within 3 SD (Lemma A.15) of sigma*sqrt(2t)*G(n)",
+sanity("fig3.10", "simulated D_t stays within 3 SD (Lemma A.15) of sigma*sqrt(2t)*G(n)",
           bool((np.abs(m["dt"] - E_dt) <= 3 * sd_dt).mean() >= 0.99),
           ours=f"{100 * (np.abs(m['dt'] - E_dt) <= 3 * sd_dt).mean():.1f} % of steps", quote=RW_QUOTE)
 
@@ -256,18 +278,7 @@ ax.plot(t, 1 / np.sqrt(t), "--", color="k", label=r"$1/\sqrt{t}$")
 ax.set_xscale("log"); ax.set_yscale("log"); ax.set_xlabel("t"); ax.set_ylabel(r"$\psi$"); ax.legend()
 out.savefig(fig, "fig3.11", seeds=list(range(10, 10 + len(psis))))
 # One walk is one random draw, so the single-walk claim is checked over all the walks we drew.
-PSI_QUOTE = ("Additionally, we plot the expected directedness measure, $\\psi(t) \\approx "
-             "\\frac{1}{\\sqrt{t}}$, in figure 3.11 showing that the value of ψ is indeed "
-             "$\\frac{1}{\\sqrt{t}}$ and that it tracks his value accurately, even from the "
-             "beginning.")
-err_each = np.mean(np.abs(psis * np.sqrt(t) - 1), axis=1)
-err_mean = np.mean(np.abs(psis.mean(0) * np.sqrt(t) - 1))
-out.check("fig3.11", "a single walk's psi tracks 1/sqrt(t) from the start: mean relative error "
-          "< 10% in at least 90% of walks", bool(np.mean(err_each < 0.10) >= 0.9),
-          ours=f"{100 * np.mean(err_each < 0.10):.0f} % of {len(psis)} walks (median error "
-               f"{100 * np.median(err_each):.1f} %, worst {100 * err_each.max():.1f} %)", quote=PSI_QUOTE)
-out.check("fig3.11", "the seed-averaged psi tracks 1/sqrt(t) within 5%", bool(err_mean < 0.05),
-          ours=f"{100 * err_mean:.1f} % ({len(psis)} walks)", quote=PSI_QUOTE)
+record(*fd.rw_tracks_inverse_sqrt(psis).values())
 
 # %% [markdown]
 # ## §3.2.6 · The AR(1) process: figs 3.13–3.16
@@ -285,7 +296,7 @@ ax.plot(*ar2d[0], "o", color="C2", label=r"$\theta_0$"); ax.plot(0.5, 0.5, "*", 
 ax.set_xlabel(r"$\theta^1$"); ax.set_ylabel(r"$\theta^2$"); ax.legend(); ax.set_aspect("equal")
 out.savefig(fig, "fig3.13", seeds=[4])
 late = np.linalg.norm(ar2d[T_SIM // 2:].mean(0) - 0.5)
-out.check("fig3.13", "the AR path drifts to mu and then jitters around it (the second half's "
+sanity("fig3.13", "the AR path drifts to mu and then jitters around it (the second half's "
           "mean position is closer to mu than half the start distance)", bool(late < 0.5 * np.sqrt(2) * 0.5),
           ours=round(float(late), 3), source=f"start distance {np.sqrt(2) * 0.5:.3f}")
 
@@ -306,7 +317,7 @@ AR_SIM_QUOTE = ("We simulate an AR process in 1 dimension, in figure 3.14; that 
                 "the distance measures align well with their expected values.")
 stat_sd = 0.005 / np.sqrt(1 - 0.98 ** 2)                  # stationary SD of an AR(1)
 resid = ar1d[:, 0] - (0.5 + 0.5 * 0.98 ** tt)
-out.check("fig3.14", "theta follows mu + alpha^t (theta0 - mu) within 4 stationary SDs",
+sanity("fig3.14", "theta follows mu + alpha^t (theta0 - mu) within 4 stationary SDs",
           bool(np.abs(resid).max() < 4 * stat_sd), ours=f"max |resid| = {np.abs(resid).max():.4f}",
           source=f"4 SD = {4 * stat_sd:.4f}", quote=AR_SIM_QUOTE)
 
@@ -328,12 +339,12 @@ ax.set_xlabel("t"); ax.set_ylabel("distance"); ax.legend()
 out.savefig(fig, "fig3.15", seeds=[6])
 ds_rel = m["ds"][-1] / B_ds[-1] - 1
 dt_rel = np.abs(m["dt"][-T_SIM // 2:] / B_dt[-T_SIM // 2:] - 1).max()
-out.check("fig3.15", "D_s is within 2% of (and below) its Jensen bound", bool(-0.02 < ds_rel <= 0),
+sanity("fig3.15", "D_s is within 2% of (and below) its Jensen bound", bool(-0.02 < ds_rel <= 0),
           ours=f"{100 * ds_rel:+.2f} %", quote=AR_SIM_QUOTE)
-out.check("fig3.15", "D_t is within 10% of its Jensen bound once saturated", bool(dt_rel < 0.10),
+sanity("fig3.15", "D_t is within 10% of its Jensen bound once saturated", bool(dt_rel < 0.10),
           ours=f"max {100 * dt_rel:.1f} % over the second half", quote=AR_SIM_QUOTE)
 sat = np.abs(B_dt[199] / B_dt[-1] - 1)
-out.check("fig3.15", "the expected D_t saturates after ~200 steps (within 5% of its final value)",
+sanity("fig3.15", "the expected D_t saturates after ~200 steps (within 5% of its final value)",
           bool(sat < 0.05), ours=f"{100 * sat:.1f} % below final at t = 200")
 
 # %% [markdown]
@@ -341,9 +352,10 @@ out.check("fig3.15", "the expected D_t saturates after ~200 steps (within 5% of 
 # expected AR ψ (ratio of the bounds) and the random walk's $1/\sqrt t$. The thesis: with high
 # noise the AR ψ lies *below* the random walk's, with low noise far *above*.
 #
-# **Deviation (θ_0, μ unstated).** With θ_0 = 𝟙, μ = 0.5·𝟙 as in fig 3.15, both noise levels give
-# ψ below the random-walk line, contradicting the caption. We use θ_0 = 0, μ = 10·𝟙 (d = 100),
-# n = 100, α = 0.99, which reproduces the claimed contrast.
+# **Deviation (θ_0, μ unstated).** With θ_0 = 𝟙, μ = 0.5·𝟙 as in fig 3.15, both noise levels gave
+# ψ below the random-walk line in our exploration (not rerun here), contradicting the caption. We use θ_0 = 0, μ = 10·𝟙 (d = 100),
+# n = 100, α = 0.99, which reproduces the claimed contrast. Its checks are therefore sanity
+# checks: they hold by our choice of θ_0 and μ and are no evidence for the caption.
 
 # %%
 psi_ar = {}
@@ -360,14 +372,14 @@ for panel, sig in (("A", 1.5), ("B", 0.1)):
     ax.set_title(rf"$\sigma={sig}$")
     out.savefig(fig, f"fig3.16{panel}", seeds=[7])
 real, expected = psi_ar["A"]
-out.check("fig3.16A", "high noise: realised and expected AR psi below 1/sqrt(t) for t >= 50",
+sanity("fig3.16A", "high noise: realised and expected AR psi below 1/sqrt(t) for t >= 50",
           bool((real[49:] < 1 / np.sqrt(t[49:])).mean() > 0.95 and (expected[49:] < 1 / np.sqrt(t[49:])).all()),
           ours=f"psi(100) = {real[99]:.3f} vs 0.1",
           quote="The realized $\\psi(t)$ (green) fluctuates early on but closely follows the expected "
                 "value (orange) as t increases, but both are below the random walk baseline "
                 "($1/\\sqrt{t}$, blue) throughout.")
 real, expected = psi_ar["B"]
-out.check("fig3.16B", "low noise: AR psi far above 1/sqrt(t) (psi(100) > 0.4) and realised ~ expected",
+sanity("fig3.16B", "low noise: AR psi far above 1/sqrt(t) (psi(100) > 0.4) and realised ~ expected",
           bool(real[99] > 0.4 and (real[49:] > 1 / np.sqrt(t[49:])).all()
                and np.abs(real / expected - 1)[9:].max() < 0.15),
           ours=f"psi(100) = {real[99]:.3f}; max |real/expected - 1| = {np.abs(real / expected - 1)[9:].max():.3f}",
@@ -401,7 +413,7 @@ out.check("fig3.16B", "low noise: AR psi far above 1/sqrt(t) (psi(100) > 0.4) an
 # half-width ResNet-20, **batch 256 instead of 1024** (a step at 1024 costs four times as
 # much; at the thesis's lr the smaller batch makes every step noisier), 12 epochs of 16 steps
 # (192 steps instead of 8000; drops after steps 96 and 144) and hence **N = 16 instead of
-# 250**. The random-walk baseline of ψ_N is 1/√N: 0.25 here, 0.063 in the thesis, so our ψ_N
+# 250**. The random-walk baseline of ψ_N is 1/√N: 0.25 here, 1/√250 in the thesis, so our ψ_N
 # values are not on the thesis's scale; the checks compare optimisers, phases and baselines
 # at the same N.
 #
@@ -433,23 +445,22 @@ def psi_w(res):
     return traj(res)["psi_window"]
 
 
-def na_checks(item_id, names, *claims):
-    """Record ``claims`` of ``item_id`` as N/A when every seed of a run in ``names`` diverged."""
+def na_checks(names, *claim_ids):
+    """Record ``claim_ids`` as N/A when every seed of a run in ``names`` diverged."""
     reason = "; ".join(why_na[n] for n in names if n in why_na)
-    for claim in claims if reason else ():
-        out.check(item_id, claim, None, detail=reason)
+    for cid in claim_ids if reason else ():
+        out.record(CLAIMS[cid], Finding(None, detail=reason))
     return bool(reason)
+
+
+def psi_list(name, key="psi_window"):
+    """One optimiser's ``key`` curve per seed, None where the run diverged."""
+    return [None if r["diverged"] else traj(r)[key] for r in runs[name]]
 
 
 def seeds_note(names):
     """The seeds the interval leaves out, for a check's detail."""
     return "; ".join(left_out[n] for n in names if n in left_out)
-
-
-def pairs(fn):
-    """``fn(sgdm_result, adam_result)`` per seed, NaN where either run diverged."""
-    return np.array([np.nan if a["diverged"] or b["diverged"] else float(fn(a, b))
-                     for a, b in zip(runs["sgdm"], runs["adam"])])
 
 
 def mean_of(values):
@@ -508,48 +519,28 @@ out.savefig(fig, "extra_psi_sgdm_vs_adam", seeds=seed_list)
 # %% [markdown]
 # **Checks of fig 3.7**, per optimiser, each a per-seed number judged over seeds:
 # *early phase*: $\min(\psi(5)-0.8,\ \psi(5)-\psi(N),\ \psi(N)-\psi_N(\text{drop}))>0$, i.e. ψ
-# starts above 0.8 and decays before the first drop (0.8: our threshold); *spikes*: the smaller of
-# the relative rises of ψ_N within N batches after each drop, above 10%.
+# starts above 0.8 and decays before the first drop (0.8: our threshold; a random walk's ψ(5)
+# is 1/√5); *spikes*: the relative rise of ψ_N within N batches after each drop, minus the same
+# statistic at the control step N batches before the drop (whose window ends at the drop: same
+# lr, no drop). The statistic is a maximum of a fluctuating curve over N steps, so it is positive
+# where nothing happens; the control is that null. The smaller excess over the drops must
+# exceed 10 %-points (our threshold).
 #
 # **Reading the early-phase check at the quick profile.** The thesis's early phase (t < 500) is
-# longer than our whole first lr phase (96 steps), and our N = 16 ends inside the early decay.
-# The early-phase check reads ψ at batch N, where the window artefact the thesis notes at batch
-# 250 sits: ψ_N can dip there and recover once the first, least directed steps leave the
-# window, then decline gradually towards the drop. Such a dip fails the check's "ψ(N) > ψ
-# before the drop" even when ψ starts high and ends lower. We left the check as it was
+# longer than our whole first lr phase (6 epochs of 16 steps), and our N = 16 ends inside the
+# early decay. The early-phase check reads ψ at batch N, where the window artefact the thesis
+# notes at batch 250 sits: ψ_N can dip there and recover once the first, least directed steps
+# leave the window, then decline gradually towards the drop. Such a dip would fail the check's
+# "ψ(N) > ψ before the drop" even when ψ starts high and ends lower. We left the check as it was
 # (reading ψ elsewhere only after seeing the data would be tuning); the paper profile's N = 250
 # inside an 8000-step run is the setting to judge it.
 
 # %%
-EARLY = "early phase: psi is high (> 0.8 at batch 5) and decays before the first drop"
-EARLY_QUOTE = ("during early training, $t < 500$, $\\psi(t)$ is initially high but rapidly "
-               "decays, reflecting the optimiser’s transition from large, directional updates to "
-               "more curved and noisy dynamics as it begins to explore non-linear regions of the "
-               "loss surface.")
-SPIKES = "psi rises sharply (> 10%) within N batches after each lr drop"
-SPIKES_QUOTE = ("Additionally, epoch transitions (vertical dashed lines at epochs 100 and 150) "
-                "show sharp increases in $\\psi(t)$ coinciding with learning rate drops, as the "
-                "optimiser regains alignment and begins more directed movement through the "
-                "now-narrower local landscape, before beginning the same pattern of early-mid-late "
-                "training again.")
 for panel, name in (("A", "sgdm"), ("B", "adam")):
-    if na_checks(f"fig3.7{panel}", [name], EARLY, SPIKES):
+    if na_checks([name], f"fig3.7{panel}-early", f"fig3.7{panel}-spikes"):
         continue
-    margin = per_seed(runs[name], lambda r: ch4.early_decay_margin(psi_w(r), drops[0], N), nan_if_diverged=True)
-    at = {k: per_seed(runs[name], lambda r: psi_w(r)[k - 1], nan_if_diverged=True) for k in (ch4.EARLY_STEP, N, drops[0])}
-    out.check(f"fig3.7{panel}", EARLY, mean_interval(margin, threshold=0.0, side="greater"),
-              detail=seeds_note([name]), quote=EARLY_QUOTE,
-              ours=f"psi(5) = {mean_of(at[ch4.EARLY_STEP]):.2f}, psi(N) = {mean_of(at[N]):.2f}, "
-                   f"psi before drop = {mean_of(at[drops[0]]):.2f} (seed means); margin "
-                   f"{mean_interval(margin).text()}")
-    gain = per_seed(runs[name], lambda r: ch4.spike_gains(psi_w(r), drops, N).min(), nan_if_diverged=True)
-    each = np.nanmean([ch4.spike_gains(psi_w(r), drops, N) for r in runs[name]
-                       if not r["diverged"]], axis=0)
-    out.check(f"fig3.7{panel}", SPIKES,
-              mean_interval(gain, threshold=100 * ch4.SPIKE_GAIN, side="greater", scale=100),
-              detail=seeds_note([name]), quote=SPIKES_QUOTE,
-              ours="mean rise per drop " + ", ".join(f"+{100 * g:.0f} %" for g in each)
-                   + f"; the smaller rise (%): {mean_interval(gain, scale=100).text(1)}")
+    record(fd.early_phase(name, psi_list(name), drops[0], N, detail=seeds_note([name])),
+           fd.lr_drop_spikes(name, psi_list(name), drops, N, detail=seeds_note([name])))
 
 # %% [markdown]
 # **Checks of fig 3.19.** (i) Each optimiser's ψ_N stays well above the random walk: the
@@ -557,59 +548,25 @@ for panel, name in (("A", "sgdm"), ("B", "adam")):
 # is more directed than Adam *throughout training*: per seed, the mean ψ_N of SGDM minus Adam's in
 # each lr phase (before the first drop after the window has filled, between the drops, after
 # the last), and the smallest of these; > 0 means SGDM is higher in every phase. (iii) Adam
-# responds more strongly to the lr drops: per seed, Adam's mean relative spike (as in fig 3.7)
-# minus SGDM's (absolute rises shown beside). The thesis's "Adam … quickly descending to
+# responds more strongly to the lr drops: per seed, Adam's mean spike beyond its control step
+# (as in fig 3.7) minus SGDM's. The thesis's "Adam … quickly descending to
 # around 0.15" is shown beside Adam's smallest ψ_N before the first drop (`versus_source`; at
 # the quick N = 16 the random-walk floor is 0.25, so the difference is not a test).
 
 # %%
-ABOVE_RW_QUOTE = ("Both optimisers show ψ well above the random walk baseline, confirming "
-                  "non-trivial alignment in their trajectories; similar to the AR process with "
-                  "low noise.")
 for panel, name in (("A", "sgdm"), ("B", "adam")):
-    claim = f"{name.upper()}'s psi_N stays well above the random-walk baseline (> 1.5x)"
-    if na_checks(f"fig3.19{panel}", [name], claim):
-        continue
-    ratio = per_seed(runs[name], lambda r: ch4.min_rw_ratio(psi_w(r), N), nan_if_diverged=True)
-    out.check(f"fig3.19{panel}", claim,
-              mean_interval(ratio, threshold=ch4.RW_MARGIN, side="greater"),
-              detail=seeds_note([name]), quote=ABOVE_RW_QUOTE,
-              ours=f"smallest ratio {mean_interval(ratio).text()}")
-
-ABOVE = "SGDM's psi_N is above Adam's throughout training (in every lr phase)"
-ABOVE_QUOTE = ("The $\\psi(t)$ metric, figure 3.19, shows that SGDM maintains higher directional "
-               "efficiency than Adam throughout training, with smoother decay and more "
-               "consistent progress through weight space.")
-if not na_checks("fig3.19A", RUNS, ABOVE):
-    by_phase = pairs(lambda a, b: np.min(ch4.phase_means(psi_w(a), drops, N)
-                                         - ch4.phase_means(psi_w(b), drops, N)))
-    phase_gap = np.nanmean([ch4.phase_means(psi_w(a), drops, N) - ch4.phase_means(psi_w(b), drops, N)
-                            for a, b in zip(runs["sgdm"], runs["adam"])
-                            if not (a["diverged"] or b["diverged"])], axis=0)
+    if not na_checks([name], f"fig3.19{panel}-rw"):
+        record(fd.above_random_walk(name, psi_list(name), N, detail=seeds_note([name])))
+if not na_checks(RUNS, "fig3.19-order", "fig3.19-spikes"):
+    order = fd.sgdm_above_adam(psi_list("sgdm"), psi_list("adam"), drops, N,
+                               detail=seeds_note(RUNS))
     adam_low = per_seed(runs["adam"], lambda r: np.min(psi_w(r)[N:drops[0]]), nan_if_diverged=True)
-    out.check("fig3.19A", ABOVE, mean_interval(by_phase, threshold=0.0, side="greater"),
-              detail=seeds_note(RUNS), quote=ABOVE_QUOTE, source="Adam drops to ~0.15",
-              ours=f"SGDM - Adam per phase {', '.join(f'{g:+.3f}' for g in phase_gap)}; "
-                   f"smallest {mean_interval(by_phase).text(3)}; Adam's lowest psi_N before the "
-                   f"drop: {ch4.versus_source(adam_low, 0.15, judge=S.judge_source)}")
-
-LARGER = "Adam's spikes after the lr drops are larger than SGDM's"
-LARGER_QUOTE = ("Adam exhibits a sharper early drop in ψ , indicating a more quick descent into a "
-                "minimum and then less coherent movement, but responds more strongly to learning "
-                "rate drops with brief spikes in efficiency.")
-if not na_checks("fig3.19B", RUNS, LARGER):
-    gain = {n: per_seed(runs[n], lambda r: ch4.spike_gains(psi_w(r), drops, N).mean(), nan_if_diverged=True)
-            for n in RUNS}
-    rise = {n: mean_of(per_seed(runs[n], lambda r: ch4.spike_rises(psi_w(r), drops, N).mean(), nan_if_diverged=True))
-            for n in RUNS}
-    out.check("fig3.19B", LARGER,
-              paired_difference(gain["adam"], gain["sgdm"], threshold=0.0, side="greater",
-                                scale=100),
-              detail=seeds_note(RUNS), quote=LARGER_QUOTE,
-              ours=f"mean relative rise Adam +{100 * mean_of(gain['adam']):.0f} % vs SGDM "
-                   f"+{100 * mean_of(gain['sgdm']):.0f} % (Adam - SGDM "
-                   f"{paired_difference(gain['adam'], gain['sgdm'], scale=100).text(1)} %-points); "
-                   f"absolute rise Adam {rise['adam']:+.3f} vs SGDM {rise['sgdm']:+.3f}")
+    out.record(CLAIMS["fig3.19-order"], dataclasses.replace(
+        order.finding, ours=f"{order.ours}; Adam's lowest psi_N before the drop: "
+                            f"{ch4.versus_source(adam_low, 0.15, judge=S.judge_source)}"),
+        source="Adam drops to ~0.15")
+    record(fd.adam_spikes_larger(psi_list("sgdm"), psi_list("adam"), drops, N,
+                                 detail=seeds_note(RUNS)))
 
 # %% [markdown]
 # ### Per layer (not in the thesis)
@@ -617,8 +574,8 @@ if not na_checks("fig3.19B", RUNS, LARGER):
 # `PathMetrics` streams the same quantities per parameter tensor. Are the lr-drop spikes a
 # property of most layers, or only of the whole vector? BN affine parameters and the classifier
 # may behave differently from the convolutions. Shown: SGDM, seed 0; checked (our claim, not
-# the thesis's): the share of weight tensors that spike by > 10% after every drop, per SGDM
-# seed, above one half.
+# the thesis's): the share of weight tensors whose spike beyond their control step (as in
+# fig 3.7) exceeds 10 %-points after every drop, per SGDM seed, above one half.
 
 # %%
 lt = traj(runs["sgdm"][0])
@@ -634,13 +591,11 @@ for d in drops:
 ax.set_xlabel("batch"); ax.set_ylabel(rf"per-layer $\psi_{{{N}}}$ (SGDM, seed 0)")
 ax.set_title("weights of each layer, input (dark) to output (yellow)")
 out.savefig(fig, "extra_layer_psi", seeds=[0])
-LAYERS = "most weight tensors (> 50%) show the lr-drop spike too"
-if not na_checks("extra_layer_psi", ["sgdm"], LAYERS):
-    share = per_seed(runs["sgdm"], lambda r: ch4.layer_spike_share(traj(r), drops, N)[0], nan_if_diverged=True)
-    out.check("extra_layer_psi", LAYERS,
-              mean_interval(share, threshold=ch4.LAYER_SHARE, side="greater"),
-              detail=seeds_note(["sgdm"]),
-              ours=f"share of {len(pick)} tensors: {mean_interval(share).text()}")
+if not na_checks(["sgdm"], "extra_layer_psi"):
+    layers = fd.layer_spikes([None if r["diverged"] else traj(r) for r in runs["sgdm"]], drops, N,
+                             detail=seeds_note(["sgdm"]))
+    out.record(CLAIMS["extra_layer_psi"], dataclasses.replace(
+        layers.finding, ours=f"share of {len(pick)} tensors: {layers.ours}"))
 
 # %% [markdown]
 # ## Fig 3.12 · Deep network optimisation vs a fitted random walk
@@ -679,10 +634,6 @@ def plot_distances(ax, name, models, seed=0):
     ax.set_title(f"{name.upper()}, seed {seed}")
 
 
-FAR_ABOVE = "the real D_t at the end is far above the fitted random walk's (> 2x): directed"
-FAR_QUOTE = ("Figures 3.12a and 3.12b show the results of this experiment, where we see that the "
-             "optimisation is directed for both the SGDM and Adam optimisers demonstrated by the "
-             "displacement being much greater in practice than expected from a random walk.")
 for panel, name in (("A", "sgdm"), ("B", "adam")):
     fig, ax = plt.subplots(figsize=(8, 4.5))
     f0 = fits[name][0]
@@ -690,33 +641,22 @@ for panel, name in (("A", "sgdm"), ("B", "adam")):
     out.savefig(fig, f"fig3.12{panel}", seeds=[0],
                 note=f"gamma = {f0['gamma']:.4f} (balanced, gap G5)" if f0 else
                 "seed 0 diverged: no fit")
-    if na_checks(f"fig3.12{panel}", [name], FAR_ABOVE):
-        continue
-    ratio = np.array([np.nan if f is None else
-                      traj(r)["dt"][-1] / tj.rw_expected_dt(len(traj(r)["dt"]), f["rw"]["sigma"], f["n"])
-                      for r, f in zip(runs[name], fits[name])])
-    out.check(f"fig3.12{panel}", FAR_ABOVE, mean_interval(ratio, threshold=ch4.FAR_ABOVE, side="greater"),
-              detail=seeds_note([name]), quote=FAR_QUOTE,
-              ours=f"final D_t / fitted RW's: {mean_interval(ratio).text()}",
-              source="a prototype run of ours: 6.6 vs 2.2")
-MORE_DIRECTED = "Adam is more directed than SGDM at the start (psi at batch 20)"
-MORE_QUOTE = ("SGDM shows a shape more similar to the random walk, specifically, at the start, "
-              "where Adam is extremely directed.")
-if not na_checks("fig3.12B", RUNS, MORE_DIRECTED):
-    start = {n: per_seed(runs[n], lambda r: traj(r)["psi"][ch4.START_STEP - 1], nan_if_diverged=True) for n in RUNS}
-    out.check("fig3.12B", MORE_DIRECTED,
-              paired_difference(start["adam"], start["sgdm"], threshold=0.0, side="greater"),
-              detail=seeds_note(RUNS), quote=MORE_QUOTE,
-              ours=f"Adam {mean_of(start['adam']):.2f} vs SGDM {mean_of(start['sgdm']):.2f} "
-                   f"(seed means; Adam - SGDM "
-                   f"{paired_difference(start['adam'], start['sgdm']).text()})")
+    if not na_checks([name], f"fig3.12{panel}"):
+        record(fd.far_above_random_walk(name, psi_list(name, "dt"), fits[name],
+                                        detail=seeds_note([name])))
+if not na_checks(RUNS, "fig3.12B-start"):
+    record(fd.adam_directed_at_start(psi_list("sgdm", "psi"), psi_list("adam", "psi"),
+                                     detail=seeds_note(RUNS)))
 
 # %% [markdown]
 # ## Figs 3.17 and 3.18 · the AR(1) fit, and the shape of D_t
 #
 # The thesis fits (α, σ, d) of an AR(1) process by L-BFGS-B (free parameters and bounds unstated:
 # we use α ∈ [0, 1−10⁻⁵], σ > 0, d ≥ 0) and finds it matches the *magnitudes* better than
-# the random walk (check: per seed, log of the AR objective over the RW objective < 0). Fig 3.18
+# the random walk. The AR process contains the random walk (α → 1), so its fitted objective is
+# at most the random walk's by construction; the thesis says "much better", so the claim test asks
+# for at least a halving: per seed, log of the AR objective over the RW objective below log ½
+# (our threshold). Fig 3.18
 # (SGDM) fits both with γ = 0 ($D_t$ only), and the thesis reads from it that "the shape of the
 # total Euclidian distance" is "better fit by a random walk" than by the AR process of fig 3.17.
 #
@@ -730,52 +670,33 @@ if not na_checks("fig3.12B", RUNS, MORE_DIRECTED):
 # walk's shape fits better. (The former check used a relative RMS error, which is not the
 # thesis's measure.)
 #
-# **Conclusion, corrected.** §3.2.7 ends "deep network optimisation is mean-reverting, but it is
-# directed"; its own argument (the non-mean-reverting random walk fits the shape better) implies
-# "directed, *not* mean-reverting". We report the latter.
+# **The thesis's conclusion, read.** §3.2.7 ends "deep network optimisation is mean-reverting,
+# but it is directed"; its own argument (the non-mean-reverting random walk fits the shape
+# better) would imply "directed, *not* mean-reverting". Whether our runs support that argument
+# is fig 3.18's verdict below, not this sentence.
 
 # %%
-AR_BETTER = "the AR fit's objective (eq. 3.15) is lower than the random walk's"
-AR_QUOTE = ("We plot the results in figures 3.17a and 3.17b, and we can see that the AR process "
-            "is a much better fit than the random walk in terms of the magnitude of the values, "
-            "as expected.")
 for panel, name in (("A", "sgdm"), ("B", "adam")):
     f0 = fits[name][0]
     fig, ax = plt.subplots(figsize=(8, 4.5))
     plot_distances(ax, name, [("RW", f0["rw"], "--"), ("AR", f0["ar"], ":")] if f0 else [])
     out.savefig(fig, f"fig3.17{panel}", seeds=[0],
                 note=f"gamma = {f0['gamma']:.4f}" if f0 else "seed 0 diverged: no fit")
-    if na_checks(f"fig3.17{panel}", [name], AR_BETTER):
-        continue
-    log_ratio = np.array([np.nan if f is None else np.log(f["ar"]["objective"] / f["rw"]["objective"])
-                          for f in fits[name]])
-    obj = {m: mean_of([np.nan if f is None else f[m]["objective"] for f in fits[name]])
-           for m in ("ar", "rw")}
-    out.check(f"fig3.17{panel}", AR_BETTER, mean_interval(log_ratio, threshold=0.0, side="less"),
-              detail=seeds_note([name]), quote=AR_QUOTE,
-              ours=f"{obj['ar']:.4g} vs {obj['rw']:.4g} (seed means); log(AR / RW) "
-                   f"{mean_interval(log_ratio).text()}",
-              source="a prototype run of ours: 928 vs 12581 for SGDM")
+    if not na_checks([name], f"fig3.17{panel}"):
+        record(fd.ar_fits_better(name, fits[name], detail=seeds_note([name])))
 
 fig, ax = plt.subplots(figsize=(8, 4.5))
 f0 = fits["sgdm"][0]
 plot_distances(ax, "sgdm", [("RW, $\\gamma=0$", f0["rw0"], "--"), ("AR, $\\gamma=0$", f0["ar0"], ":")]
                if f0 else [])
 out.savefig(fig, "fig3.18", seeds=[0], note="gamma = 0" if f0 else "seed 0 diverged: no fit")
-SHAPE = ("the random walk fitted with gamma = 0 follows the shape of D_t better than the "
-         "fig 3.17 AR fit (squared error after scaling each to D_t)")
-SHAPE_QUOTE = ("We check the match of shape of the total Euclidian distance for a random walk by "
-               "setting $\\gamma = 0$ for our minimisation equation (3.15) and find, figure 3.18 "
-               "that curve of the total Euclidian distance is better fit by a random walk.")
-if not na_checks("fig3.18", ["sgdm"], SHAPE):
-    shape = np.array([np.nan if f is None else ch4.shape_log_ratio(traj(r)["dt"], f)
-                      for r, f in zip(runs["sgdm"], fits["sgdm"])])
+if not na_checks(["sgdm"], "fig3.18"):
+    shape = fd.rw_shape_better(psi_list("sgdm", "dt"), fits["sgdm"], detail=seeds_note(["sgdm"]))
     obj0 = {m: mean_of([np.nan if f is None else f[m]["objective"] for f in fits["sgdm"]])
             for m in ("rw0", "ar0")}
-    out.check("fig3.18", SHAPE, mean_interval(shape, threshold=0.0, side="less"),
-              detail=seeds_note(["sgdm"]), quote=SHAPE_QUOTE,
-              ours=f"log(RW error / AR shape error) {mean_interval(shape).text()}; "
-                   f"gamma = 0 objectives (seed means): RW {obj0['rw0']:.3g}, AR {obj0['ar0']:.3g}")
+    out.record(CLAIMS["fig3.18"], dataclasses.replace(
+        shape.finding, ours=f"{shape.ours}; gamma = 0 objectives (seed means): RW "
+                            f"{obj0['rw0']:.3g}, AR {obj0['ar0']:.3g}"))
 
 # %% [markdown]
 # ## Lecture notes (`[ATDL-notes]`) · E13: batch size vs learning rate
@@ -806,15 +727,17 @@ if not na_checks("fig3.18", ["sgdm"], SHAPE):
 # of −1 (perfect scaling). (2) On the three largest B it is above −0.5 (doubling B saves less
 # than 30% of the steps). (3) Adam's mean |Δθ|/η is larger at the largest B than at the
 # smallest, paired by seed (the notes' footnote \*\*). (4) ψ at the target, each seed's fastest
-# run, is larger at the largest B than at the smallest, paired by seed.
+# run, rises with B by more than a random walk's would: ψ of any path falls with its number of
+# steps t (a walk's as 1/√t), and the large batch reaches the target in fewer steps, so raw ψ
+# at the target rises with B even for a random walk. We compare ψ√t (ψ in units of the walk
+# with the same number of steps), larger at the largest B than at the smallest, paired by seed;
+# the raw difference is shown beside it. All four are claim tests.
 #
 # **Erratum.** The notes' next bullet, "larger batch sizes result in more gradient noise, and
 # hence smaller steps", has the noise inverted (our correction): it is the *small* batch whose noisier
 # gradient inflates Adam's $\sqrt{\hat v}$ and shrinks its steps, which is what check (3) tests.
 
 # %%
-import dataclasses
-
 from lalr_core.core.torch_compat import torch_threads
 from lalr_core.methods.trajectory import batch_scaling as bsc
 
@@ -883,40 +806,18 @@ plt.show()
 
 # %%
 NOTES = "[ATDL-notes] (seed 003) sec. 3.5 (table, footnotes * and **); our reading and thresholds (E13)"
-slope_text = {f"B {list(b)}": mean_interval(x).text() for b, x in ((small13, slope_small),
-                                                                  (large13, slope_large))}
-out.check("E13", f"steps-to-target ∝ 1/B at small B: log-log slope on B = {list(small13)} "
-          f"within ±{ch4.E13_LINEAR_TOL} of -1",
-          mean_interval(slope_small + 1, threshold=ch4.E13_LINEAR_TOL, side="within"),
-          ours={"slopes": slope_text, "median steps": dict(zip(B13.tolist(),
-                                                               np.nanmedian(steps13, 1).tolist()))},
-          source="our reading of [ATDL-notes] sec. 3.5's table: steps ∝ 1/B at small B, then plateau",
-          quote="|# weight update required| more | less |",
-          detail=f"judged on slope + 1 (t over seeds); {NOTES}; each seed's fastest lr of the grid")
-out.check("E13", f"then a plateau (maximal data parallelism): slope on B = {list(large13)} "
-          f"above {ch4.E13_PLATEAU}",
-          mean_interval(slope_large, threshold=ch4.E13_PLATEAU, side="greater"),
-          ours={"slopes": slope_text, "median optimal lr": dict(zip(B13.tolist(),
-                                                                    np.nanmedian(lr13, 1).tolist()))},
-          source="our reading of [ATDL-notes] sec. 3.5's table: steps ∝ 1/B at small B, then plateau",
-          quote="the benefit of larger batch size to parallelism plateau for large enough batch "
-                "size (called **maximal data parallelism**)",
-          detail=f"doubling B saves < 30% of the steps; {NOTES}")
-out.check("E13", f"Adam's effective step grows with B: mean |Δθ|/η at B = {B13[-1]} above "
-          f"B = {B13[0]}", paired_difference(ratio13[-1], ratio13[0], side="greater"),
-          ours={int(b): round(float(np.nanmean(r)), 3) for b, r in zip(B13, ratio13)},
-          source="effective learning rate**: small batch small, large batch large",
-          quote="larger batch sizes increase the effective learning rate (batch empirical FIM "
-                "inversely proportional batch size)",
-          detail=f"paired by seed; lr {S.e13_adam_lr:g}, betas (0.9, 0.999), mean over "
-                 f"{S.e13_adam_steps} steps and all coordinates; {NOTES}")
-out.check("E13", f"ψ rises with B: ψ at the target (fastest lr) at B = {B13[-1]} above "
-          f"B = {B13[0]}", paired_difference(psi13[-1], psi13[0], side="greater"),
-          ours={int(b): round(float(np.nanmedian(p)), 3) for b, p in zip(B13, psi13)},
-          source="our reading of [ATDL-notes] sec. 3.5's table (gradient noisy / less noisy): ψ rises with B",
-          quote="|gradient| noisy | less noisy |",
-          detail=f"paired by seed; ψ = D_t/D_s of the path from θ₀ to the target (eqs. 3.1-3.2); "
-                 f"{NOTES}")
+found13 = fd.e13(slope_small, slope_large, ratio13[0], ratio13[-1], psi13[0], psi13[-1],
+                 steps13[0], steps13[-1], detail={
+                     "E13-linear": f"B = {list(small13)}; t over seeds; each seed's fastest lr "
+                                   f"of the grid; {NOTES}",
+                     "E13-plateau": f"B = {list(large13)}; doubling B saves < 30% of the steps; "
+                                    f"{NOTES}",
+                     "E13-adam": f"B = {B13[-1]} vs {B13[0]}, paired by seed; lr "
+                                 f"{S.e13_adam_lr:g}, betas (0.9, 0.999), mean over "
+                                 f"{S.e13_adam_steps} steps and all coordinates; {NOTES}",
+                     "E13-psi": f"B = {B13[-1]} vs {B13[0]}, paired by seed; ψ = D_t/D_s of the "
+                                f"path from θ₀ to the target (eqs. 3.1-3.2), times √t; {NOTES}"})
+record(*found13.values())
 pd.DataFrame({"steps (median)": np.nanmedian(steps13, 1), "optimal lr (median)":
               np.nanmedian(lr13, 1), "ψ at target (median)": np.nanmedian(psi13, 1),
               "Adam |Δθ|/η (mean)": np.nanmean(ratio13, 1)}, index=pd.Index(B13, name="B"))

@@ -27,10 +27,12 @@
 # key `[Tuddenham2026]` in [REFERENCES.md](../REFERENCES.md)): chapter 4 and appendices E, F, H.
 # The class-gradient method was first published as Tuddenham, Prügel-Bennett and Hare,
 # *Quasi-Newton's method in the class gradient defined high-curvature subspace*, arXiv:2012.01938,
-# 2020, <https://arxiv.org/abs/2012.01938> (`[Tuddenham2020]`). The chapter's main results are
-# negative: the quasi-Newton step ends worse than SGD, the class gradients are not orthogonal,
-# and the gradient power iteration with one vector does not converge. We test each claim,
-# whichever way it falls. The thesis gives no pass thresholds: every threshold below is ours and
+# 2020, <https://arxiv.org/abs/2012.01938> (`[Tuddenham2020]`). The thesis chapter's main
+# results are negative: in the thesis the quasi-Newton step ends worse than SGD, the class
+# gradients are not orthogonal, and the gradient power iteration with one vector does not
+# converge. We test each claim in the thesis's direction, against SGD or a null, whichever way
+# it falls; checks that hold by construction are recorded as sanity checks, apart. The thesis
+# gives no pass thresholds: every threshold below is ours and
 # keeps the direction of the thesis's qualitative claim. Newton, Gauss–Newton, the natural
 # gradient, saddles and sharpness as lecture notes present them are notebook 05b's.
 #
@@ -69,7 +71,7 @@ import pandas as pd
 import torch
 
 from lalr_core.chapters import ch05_quasi_newton as ch05
-from lalr_core.core.results.evidence import every, mean_interval, paired_difference, texts
+from lalr_core.core.results.claims import Finding
 from lalr_core.core.results.style import set_style
 from lalr_core.core.results.writer import FigureWriter
 from lalr_core.core.runs.units import train_runs
@@ -80,6 +82,7 @@ from lalr_core.methods.trajectory import cos_threshold
 S = ch05.CHAPTER.settings(profile, overrides)   # validated before any compute
 out = FigureWriter("05_quasi_newton", profile, "05_quasi_newton.ipynb")
 QUOTES = ch05.QUOTES
+CLAIMS = ch05.CLAIMS
 set_style()
 T0 = time.perf_counter()
 STYLE = {"sgd": dict(color="C0", label=ch05.LABELS["sgd"]),
@@ -106,12 +109,15 @@ SEEDS = range(S.seeds)
 #
 # *Source (sec. 4.3.5):* with the same hyper-parameters (lr 0.01, momentum 0, weight decay 5e-4),
 # the quasi-Newton method is "much more volatile, slower to improve in general, and does end on
-# average with lower accuracy"; both diverge for η > 10⁻¹. *Checks (ours):* (1) no
-# end-of-training gain: QN's final held-out loss minus SGD's > −0.02, paired by seed; (2) more
-# volatile: the standard deviation of QN's epoch-to-epoch loss changes minus SGD's > 0, paired;
-# (3) every run of both diverges at `diverge_lr` = 0.5, five times the bound the thesis names
-# (NaN, or a final loss above the initial ln 10). We ask nothing of the first epochs: the claim
-# is about the end of training, and QN may lead early (fig 4.10).
+# average with lower accuracy"; both diverge for η > 10⁻¹. *Claim tests (ours, each in the
+# thesis's direction against SGD, paired by seed):* (1) lower final accuracy: SGD's final
+# held-out accuracy minus QN's > 0; (2) slower to improve: QN's held-out loss averaged over the
+# epochs minus SGD's > 0; (3) more volatile: QN's detrended volatility minus SGD's > 0, where the
+# detrended volatility is the RMS of the second differences of the log held-out loss (the spread
+# of the first differences grows with the speed of descent; the second difference of a smooth
+# exponential decay is zero, so only the wobble around the trend remains); (4) every run of both
+# diverges at `diverge_lr` = 0.5, five times the bound the thesis names (NaN, or a final loss
+# above the initial ln 10).
 
 # %%
 fig, ax = plt.subplots(figsize=(7, 4.5))
@@ -128,24 +134,11 @@ out.savefig(fig, "fig4.6", params=S.as_dict(), seeds=list(SEEDS))
 plt.show()
 
 # %%
-sgd_runs = [F46[("sgd", s)] for s in SEEDS]
-qn_runs = [F46[(ch05.QN, s)] for s in SEEDS]
-ev_end = paired_difference(ch05.per_seed(qn_runs, ch05.final_loss),
-                           ch05.per_seed(sgd_runs, ch05.final_loss), threshold=-0.02)
-ev_vol = paired_difference(ch05.per_seed(qn_runs, ch05.volatility),
-                           ch05.per_seed(sgd_runs, ch05.volatility))
-div = ch05.divergence_counts(DIV, ch05.ARMS, SEEDS)
-out.check("fig4.6", "no end-of-training gain: QN's final held-out loss is not below SGD's by more "
-          "than 0.02", ev_end, ours=f"QN − SGD final loss: {ev_end.text(3)}",
-          quote=QUOTES["fig4.6"], detail="paired by seed")
-out.check("fig4.6", "QN is more volatile: larger spread of its epoch-to-epoch loss changes",
-          ev_vol, ours=f"QN − SGD spread of Δloss: {ev_vol.text(3)}", quote=QUOTES["fig4.6"],
-          detail="paired by seed")
-out.check("fig4.6", f"both methods diverge at lr {S.diverge_lr:g}",
-          all(n == S.seeds for n in div.values()),
-          ours={STYLE[a]["label"]: f"{n} of {S.seeds} runs diverged" for a, n in div.items()},
-          quote=QUOTES["fig4.6 diverge"])
-ch05.arm_summary({STYLE[a]["label"]: [F46[(a, s)] for s in SEEDS] for a in ch05.ARMS}).round(4)
+R46 = ch05.fig46(F46, DIV, SEEDS, S.diverge_lr)
+for cid, finding in (("fig4.6-accuracy", R46.accuracy), ("fig4.6-slower", R46.slower),
+                     ("fig4.6-volatile", R46.volatile), ("fig4.6-diverge", R46.diverge)):
+    out.record(CLAIMS[cid], finding)
+R46.numbers.rename(columns=ch05.LABELS).round(4)
 
 # %% [markdown]
 # ## Tables E.1 / E.2 · accuracy and loss of QN and SGDM at three learning rates
@@ -154,9 +147,9 @@ ch05.arm_summary({STYLE[a]["label"]: [F46[(a, s)] for s in SEEDS] for a in ch05.
 # the model, epochs, number of runs or split: at paper we take fig 4.6's ResNet-9 / CIFAR-10 (the
 # chapter's other comparison), here the digits. *Source (app. E.1):* QN is below SGDM at every
 # η, and more so at small η (its numbers are beside ours; at quick the data and model differ, so
-# they are context, not a target). *Checks (ours):* SGDM's accuracy minus QN's > −1 point at each
-# η, paired by seed; QN's loss degrades more as η falls:
-# (QN(0.01) − QN(0.1)) − (SGDM(0.01) − SGDM(0.1)) > 0.
+# they are context, not a target). *Claim tests (ours, paired by seed):* SGDM's final accuracy
+# minus QN's > 0 at every η (the least favourable η decides); QN's loss degrades more as η
+# falls: (QN(0.01) − QN(0.1)) − (SGDM(0.01) − SGDM(0.1)) > 0.
 
 # %%
 source = pd.read_csv(ch05.REFERENCE_TABLE)
@@ -168,21 +161,9 @@ for item, cols, what in (("tableE.1", ["accuracy (%)", "source accuracy (%)"], "
 table.round(3)
 
 # %%
-acc_parts = {f"lr {lr:g}": paired_difference(
-    ch05.per_seed([TAB[("sgdm", lr, s)] for s in SEEDS], ch05.final_accuracy),
-    ch05.per_seed([TAB[(ch05.QN, lr, s)] for s in SEEDS], ch05.final_accuracy), threshold=-1.0)
-    for lr in S.table_lrs}
-out.check("tableE.1", "SGDM's accuracy is at least QN's (within 1 point) at every learning rate",
-          every(acc_parts), ours=texts(acc_parts), source=ch05.source_accuracies(source),
-          quote=QUOTES["tableE.1"], detail="SGDM − QN, points, paired by seed")
-lr_hi, lr_lo = S.table_lrs[0], S.table_lrs[-1]
-ev_e2 = paired_difference(ch05.loss_drop(TAB, ch05.QN, lr_hi, lr_lo, SEEDS),
-                          ch05.loss_drop(TAB, "sgdm", lr_hi, lr_lo, SEEDS))
-out.check("tableE.2", f"QN's loss degrades more than SGDM's from lr {lr_hi:g} to {lr_lo:g}", ev_e2,
-          ours=f"(QN({lr_lo:g}) − QN({lr_hi:g})) − (SGDM({lr_lo:g}) − SGDM({lr_hi:g})): "
-               f"{ev_e2.text(3)}",
-          source="(0.5362 − 0.3574) − (0.3411 − 0.3304) = 0.1681", quote=QUOTES["tableE.2"],
-          detail="paired by seed")
+RTAB = ch05.table_e_findings(TAB, S.table_lrs, SEEDS)
+out.record(CLAIMS["tableE.1"], RTAB.accuracy)
+out.record(CLAIMS["tableE.2"], RTAB.degrades)
 
 # %% [markdown]
 # ## Figs 4.7–4.9 · the three assumptions of the class-subspace step, along one training run
@@ -211,6 +192,12 @@ out.check("tableE.2", f"QN's loss degrades more than SGDM's from lr {lr_hi:g} to
 # C(C − 1): half the mean pairwise cosine) and as the mean over pairs. Per-example probes run in
 # eval mode. *Deviation:* with plain SGD at lr 0.05 our stand-in network does not learn in 20
 # epochs (14 % held-out accuracy), so this run uses fig 4.11's SGDM 0.05 / 0.9.
+#
+# *What these checks can say.* Figs 4.7–4.9 (and 4.11, E.1) are one run each, as in the thesis:
+# their verdicts are booleans on that run, with no interval over seeds. At smoke / quick the
+# network has neither batch norm nor skip connections, the two features the thesis blames for
+# the class gradients' non-orthogonality (fig 4.9); a verdict here says nothing about them (at
+# paper figs 4.7–4.9 ride on the ResNet-9, which has both).
 
 # %%
 PRUNS = ch05.probe_runs(S)
@@ -238,8 +225,8 @@ pd.Series({"run": f"{mcfg.model} (width {mcfg.width:g}) / {mcfg.dataset}, {mcfg.
 # is higher at initialisation. No number is given. *Checks (ours):* q^LC < 0.1 at every
 # checkpoint; and (the source's second sentence) the first value is the largest. q^LC = u / f² has
 # the units of 1 / logit (scaling the logits by a scales it by 1 / a), so its size depends on the
-# network's output scale: at quick this network's logit gradients (column f below) are about 100×
-# smaller at initialisation than at the end.
+# network's output scale: compare the logit gradients at initialisation and at the end (column f
+# below).
 
 # %%
 fig, ax = plt.subplots(figsize=(7, 4.2))
@@ -254,14 +241,9 @@ out.savefig(fig, "fig4.7", params=S.as_dict(), seeds=[mcfg.seed])
 plt.show()
 
 # %%
-out.check("fig4.7", "q^LC ≪ 1: below 0.1 at every checkpoint", bool((LC.q_lc < 0.1).all()),
-          ours={f"step {int(r.step)} (epoch {int(r.epoch)})": f"{r.q_lc:.3g}"
-                for r in LC.itertuples()},
-          quote=QUOTES["fig4.7 small"], detail="our bound; q^LC = u/f² scales as 1/logit")
-out.check("fig4.7", "q^LC is highest at initialisation",
-          bool(LC.q_lc.iloc[0] > LC.q_lc.iloc[1:].max()),
-          ours={"start": f"{LC.q_lc.iloc[0]:.3g}", "largest later": f"{LC.q_lc.iloc[1:].max():.3g}"},
-          quote=QUOTES["fig4.7 start"])
+R479 = ch05.fig47_49(LC, SL, GC, RANDOM_M)
+out.record(CLAIMS["fig4.7-small"], R479.lc_small)
+out.record(CLAIMS["fig4.7-start"], R479.lc_start)
 PM["lc"].groupby("step")[["f", "u", "ratio"]].mean().join(LC.set_index("step")).round(6)
 
 # %% [markdown]
@@ -269,7 +251,7 @@ PM["lc"].groupby("step")[["f", "u", "ratio"]].mean().join(LC.set_index("step")).
 #
 # *Source:* "the logit gradients are clustered per class … whilst the clustering relaxes during
 # training, the similarity remains high", matching Fort and Ganguli. *Checks (ours):* q^SL stays
-# above the random-vector scale 10/√P (0.27 for P = 1,338; app. A.1.4) at every record; q^SL at
+# above the random-vector scale 10/√P (app. A.1.4) at every record; q^SL at
 # the end is below q^SL at the start.
 
 # %%
@@ -286,14 +268,8 @@ out.savefig(fig, "fig4.8", params=S.as_dict(), seeds=[mcfg.seed])
 plt.show()
 
 # %%
-out.check("fig4.8", "the similarity remains high: q^SL > 10/√P at every record",
-          bool((SL.q_sl > RANDOM_M).all()),
-          ours={"min q^SL": round(float(SL.q_sl.min()), 4), "10/√P": round(float(RANDOM_M), 4)},
-          quote=QUOTES["fig4.8"])
-out.check("fig4.8", "the clustering relaxes during training: q^SL at the end < at the start",
-          bool(SL.q_sl.iloc[-1] < SL.q_sl.iloc[0]),
-          ours={"start": round(float(SL.q_sl.iloc[0]), 4), "end": round(float(SL.q_sl.iloc[-1]), 4)},
-          quote=QUOTES["fig4.8"])
+out.record(CLAIMS["fig4.8-high"], R479.sl_high)
+out.record(CLAIMS["fig4.8-relaxes"], R479.sl_relaxes)
 SL.iloc[np.unique(np.linspace(0, len(SL) - 1, 8).astype(int))].round(4)
 
 # %% [markdown]
@@ -301,8 +277,10 @@ SL.iloc[np.unique(np.linspace(0, len(SL) - 1, 8).astype(int))].round(4)
 #
 # *Source:* the class gradients "are not orthogonal"; q^GC is higher than Fort and Ganguli's and
 # lower than q^SL ("the logit gradients are more correlated with other logit gradients for data in
-# the same class than they are for logit gradients of different classes"). *Checks (ours):* q^GC
-# (as printed) > 0 on most steps (more than half); mean q^SL > mean q^GC, judged with the mean
+# the same class than they are for logit gradients of different classes"). *Checks (ours):* not
+# orthogonal: the share of batches with q^GC > 0 is above the 1/2 that orthogonal (sign-
+# symmetric) class gradients would give, on its exact binomial interval (successive batches are
+# not independent, so the interval is too narrow); mean q^SL > mean q^GC, judged with the mean
 # over pairs (twice the printed value, so the stricter reading).
 
 # %%
@@ -318,20 +296,8 @@ out.savefig(fig, "fig4.9", params=S.as_dict(), seeds=[mcfg.seed])
 plt.show()
 
 # %%
-gc_num = ch05.gc_numbers(GC, RANDOM_M)
-out.check("fig4.9", "the class gradients are not orthogonal: q^GC > 0 on most batches",
-          bool(gc_num["positive"] > 0.5),
-          ours={"batches with q^GC > 0": f"{100 * gc_num['positive']:.1f} % of {gc_num['batches']}",
-                "median q^GC (printed)": round(gc_num["median"], 4),
-                "median over pairs": round(gc_num["median_pairs"], 4),
-                "batches whose pair mean > 10/√P": f"{100 * gc_num['above_random']:.1f} %"},
-          quote=QUOTES["fig4.9 overlap"])
-out.check("fig4.9", "logit gradients are closer within a class than class gradients across "
-          "classes: mean q^SL > mean q^GC", bool(SL.q_sl.mean() > GC.q_gc_pairs.mean()),
-          ours={"mean q^SL": round(float(SL.q_sl.mean()), 4),
-                "mean q^GC over pairs": round(float(GC.q_gc_pairs.mean()), 4),
-                "mean q^GC printed": round(float(GC.q_gc.mean()), 4)},
-          quote=QUOTES["fig4.9 contrast"])
+out.record(CLAIMS["fig4.9-overlap"], R479.gc_overlap)
+out.record(CLAIMS["fig4.9-contrast"], R479.gc_contrast)
 GC[["q_gc", "q_gc_pairs"]].describe().T.round(4)
 
 # %% [markdown]
@@ -343,7 +309,7 @@ GC[["q_gc", "q_gc_pairs"]].describe().T.round(4)
 # batches at C + 1 or C + 2; (b) the cosine-maximised linear assignment of class gradients to the
 # top-C eigenvectors has mean ≈ 0.36, against ~10⁻³ for random vectors. *Here:* fig 4.11's
 # network and run (the same network as figs 4.7–4.9 at quick; at paper BasicCNN without batch norm
-# at width 2, 85,898 parameters, on CIFAR-10); the normalised class gradients of every batch
+# at width 2, on CIFAR-10); the normalised class gradients of every batch
 # (paper: every step of the first `e1_store_first`, then every `e1_store_every`-th); the top-C
 # eigenvectors of the Hessian of the mean training loss on the first `hessian_examples` training
 # images at the final weights (exact `curvature.dense_hessian` in float64 up to 6,000 parameters,
@@ -354,8 +320,14 @@ GC[["q_gc", "q_gc_pairs"]].describe().T.round(4)
 # last batch's class gradients (the source does not say which), rows in class order and columns
 # permuted so the assigned eigenvector is on the diagonal (the source does not describe the
 # plot); a class absent from a batch is left out of that batch.
-# *Checks (ours):* (b) the Hungarian mean |cos| > 5/√P; (a) the median rank over the
-# last 20 % of the steps ≤ the median over the first 10 %, and both < 2C. A numerical rank hinges
+# *Checks (ours):* (b) against random directions: the Hungarian mean |cos| of `len(E)` random
+# Gaussian directions against the same eigenvectors is drawn 200 times, and the mean over the
+# last 20 % of the batches minus that null's 99th percentile must be > 0 (t interval over those
+# batches, which are not independent); the source's ≈ 0.36 (against ~10⁻³ for random vectors) is
+# its effect; (a) the rank falls to C: the median rank over the last 20 % of the steps is at
+# most C + 2 (the source's "some batches at C + 1 or C + 2") and below the median over the first
+# 10 %. One run (see figs 4.7–4.9 on what a single run without batch norm or skips can say).
+# A numerical rank hinges
 # on τ (the source blames "precision error in calculating the rank"), so panel (a) also shows a
 # measure without a tolerance: the mean share ‖E v_k‖² of each direction inside the span of the
 # top-C eigenvectors (1 if the spans coincide, about C/P for a random direction).
@@ -370,6 +342,7 @@ C_E, P_E = D.shape[1], D.shape[2]
 lam_e, E = subspace_probe.top_hessian_eigenvectors(model_e, Xe, ye, k=C_E)
 E1 = ch05.class_subspace_alignment(D, CNT, DSTEPS, E, len(PRES["subspace"]["steps"]), S.e1_rtol)
 cos_h = ch05.class_gradient_cosine(model_e, Xe, ye, E)    # same examples as the Hessian
+NULL_E1 = ch05.random_assignment_null(E)                  # random directions against the same E
 
 # %%
 fig, (ax, bx) = plt.subplots(1, 2, figsize=(13, 4.6), gridspec_kw={"width_ratios": [1.5, 1]})
@@ -397,30 +370,20 @@ out.savefig(fig, "figE.1", params=S.as_dict(), seeds=[scfg.seed])
 plt.show()
 
 # %%
-med_early, med_late, early, late = (E1["median_early"], E1["median_late"], E1["early"],
-                                    E1["late"])
-out.check("figE.1", "class gradients align with the top-C eigenvectors: Hungarian mean |cos| "
-          "> 5/√P", bool(E1["cos_last"] > 5 / np.sqrt(P_E)),
-          ours={"last batch": round(E1["cos_last"], 4), "class gradients on the Hessian's examples":
-                round(float(cos_h), 4), "median over the last 20 % of batches":
-                round(float(np.nanmedian(E1["hungarian"][late])), 4),
-                "5/√P": round(5 / np.sqrt(P_E), 4)},
-          source="≈ 0.36 (60k-parameter CNN, CIFAR-10)", quote=QUOTES["figE.1b"])
-out.check("figE.1", f"the rank falls (median over the last 20 % of steps ≤ over the first 10 %) "
-          f"and stays below 2C (τ = {S.e1_rtol:g})",
-          ch05.rank_falls(med_early[S.e1_rtol], med_late[S.e1_rtol], C_E),
-          ours={"median, first 10 %": med_early[S.e1_rtol], "median, last 20 %": med_late[S.e1_rtol],
-                "2C": 2 * C_E,
-                "steps at rank C": f"{100 * float(np.mean(E1['ranks'][S.e1_rtol] == C_E)):.1f} %",
-                "mean ‖E v_k‖², first 10 % → last 20 %":
-                    f"{np.nanmean(E1['energy'][early]):.3f} → {np.nanmean(E1['energy'][late]):.3f}"},
-          source="from 2C to consistently C; some batches C + 1 or C + 2", quote=QUOTES["figE.1a"])
-pd.DataFrame({f"τ = {tau:g}": {"median rank, first 10 %": med_early[tau],
-                               "median rank, last 20 %": med_late[tau],
+RE1 = ch05.fige1(E1, NULL_E1, C_E, S.e1_rtol)
+out.record(CLAIMS["figE.1-cosine"], RE1.cosine)
+out.record(CLAIMS["figE.1-rank"], RE1.rank)
+pd.DataFrame({f"τ = {tau:g}": {"median rank, first 10 %": E1["median_early"][tau],
+                               "median rank, last 20 %": E1["median_late"][tau],
                                "min": float(np.nanmin(ranks)), "max": float(np.nanmax(ranks)),
                                "steps at rank C (%)": 100 * float(np.mean(ranks == C_E))}
               for tau, ranks in E1["ranks"].items()}).T.round(2).assign(**{
-    "top eigenvalues": ", ".join(f"{v:.3g}" for v in lam_e.tolist())})
+    "top eigenvalues": ", ".join(f"{v:.3g}" for v in lam_e.tolist()),
+    "Hungarian |cos|, last batch": round(E1["cos_last"], 4),
+    "... on the Hessian's examples": round(float(cos_h), 4),
+    "random null's q99": round(RE1.null_q99, 4),
+    "mean ‖E v_k‖², first 10 % → last 20 %": f"{np.nanmean(E1['energy'][E1['early']]):.3f} → "
+                                            f"{np.nanmean(E1['energy'][E1['late']]):.3f}"})
 
 # %% [markdown]
 # ## Fig 4.10 · held-out loss over batch sizes, SGD vs quasi-Newton
@@ -436,22 +399,25 @@ pd.DataFrame({f"τ = {tau:g}": {"median rank, first 10 %": med_early[tau],
 # batch sizes 1347 (full), 337 and 90, each run about `bs_steps` = 100 optimiser steps (epochs
 # scaled: 100, 25 and 7), plain SGD (the caption's "standard SGD"; the text says SGDM) and QN
 # (γ = 0.9, app. E.4), no weight decay, `bs_seeds` seeds paired by seed. `paper`: MNIST (50 000),
-# the caption's lr 0.01, batch sizes 50 000 / 32 768 / 16 384 / 8 192 / 4 096 (ours: the thesis
+# the caption's lr 0.01, batch sizes `50000, 32768, 16384, 8192, 4096` (ours: the thesis
 # names only "≥ 32768" and the full batch, so we halve down from 32 768), 500 steps, BasicCNN at
 # full width.
-# *Deviations (quick):* lr 0.1, not 0.01: at 0.01 QN leads at every batch size throughout 300
-# steps (SGD has barely started), so no crossover can be tested at an affordable length; at 0.1
-# the gap closes within ~100 steps (exploratory 300-step runs: the curves then tie within a few
-# hundredths, SGD ahead at 337 from ~170 steps in one seed). Batch 90, not 1347/16 = 84, whose last
+# *Deviations (quick):* lr 0.1 (`bs_lr`), not the caption's 0.01: exploratory runs at 0.01 had
+# QN ahead at every batch size throughout, SGD having barely started, so the lr was raised to
+# make a crossover testable at an affordable length. That move was made after seeing the data,
+# so the same sweep also runs at the caption's lr (`bs_source_lr`) and is judged on the same
+# claim: that verdict is the one at the source's setting. Batch 90, not 1347/16 = 84, whose last
 # batch of 3 examples takes a step and resets batch norm's running statistics right before each
-# evaluation (held-out spikes). 100 steps rather than 300–480 (the chapter's time budget: the QN
-# step at full batch costs ~0.1 s on one core).
-# *Checks (ours):* (i) QN ahead early: SGD's held-out loss minus QN's > 0 after about
-# one epoch of the smallest batch's steps (the first epoch ending at ≥ that many steps), at
-# every batch size, paired by seed; (ii) a crossover at the smallest batch: QN's final held-out
-# loss minus SGD's > 0, paired; (iii) the crossover epoch (on the seed-mean curves: the first
-# epoch from which SGD stays below QN to the end; none counts as later than any) is not later for
-# smaller batches, and at least one batch size has one.
+# evaluation (held-out spikes). `bs_steps` steps per run (the chapter's time budget: the QN
+# step at full batch is the costly one).
+# *Claim tests (ours, paired by seed):* (i) QN ahead early: SGD's held-out loss minus QN's > 0
+# after about one epoch of the smallest batch's steps (the first epoch ending at ≥ that many
+# steps), at every batch size; (ii) SGD overtakes at every batch size, the full batch included
+# (the thesis's point: batch noise is not the cause): QN's final held-out loss minus SGD's > 0 at
+# each, the least favourable size deciding; (iii) the crossover epoch (on the seed-mean curves:
+# the first epoch from which SGD stays below QN to the end) is no later for smaller batches,
+# judged only when every batch size has a crossover (a missing one is not "late": (ii) carries
+# it, and (iii) is then N/A); (iv) claim (ii) at the caption's lr 0.01.
 
 # %%
 F410 = {k: res[c] for k, c in ch05.fig410_runs(S).items()}
@@ -459,9 +425,12 @@ SEEDS410 = range(S.bs_seeds)
 RUNS410 = {(arm, bs): [F410[(arm, bs, s)] for s in SEEDS410]
            for bs in S.bs_batch_sizes for arm in ch05.ARMS}
 MEAN410 = {key: ch05.mean_curve(runs) for key, runs in RUNS410.items()}
-CROSS410 = {bs: ch05.crossover_epoch(MEAN410[("sgd", bs)], MEAN410[(ch05.QN, bs)])
-            for bs in S.bs_batch_sizes}
+F410_SRC = {k: res[c] for k, c in ch05.fig410_runs(S, S.bs_source_lr).items()}
+RUNS410_SRC = {(arm, bs): [F410_SRC[(arm, bs, s)] for s in SEEDS410]
+               for bs in S.bs_batch_sizes for arm in ch05.ARMS}
 n410, early_steps = ch05.fig410_train_size(S), ch05.fig410_early_steps(S)
+R410 = ch05.fig410(RUNS410, S.bs_batch_sizes, early_steps, RUNS410_SRC, S.bs_source_lr)
+CROSS410 = R410.crossovers
 
 # %%
 fig, axes = plt.subplots(1, len(S.bs_batch_sizes), figsize=(4.6 * len(S.bs_batch_sizes), 4),
@@ -474,6 +443,9 @@ for ax, bs in zip(axes, S.bs_batch_sizes):
                     lw=0.8)
         ax.plot(np.arange(1, len(MEAN410[(arm, bs)]) + 1), MEAN410[(arm, bs)], lw=2,
                 color=STYLE[arm]["color"], label=ch05.LABELS[arm])
+        src = ch05.mean_curve(RUNS410_SRC[(arm, bs)])
+        ax.plot(np.arange(1, len(src) + 1), src, lw=1.2, ls="--", color=STYLE[arm]["color"],
+                label=f"{ch05.LABELS[arm]}, lr {S.bs_source_lr:g}")
     if CROSS410[bs] is not None:
         ax.axvline(CROSS410[bs], color="grey", ls=":", lw=1)
     ax.set(xlabel="epoch", yscale="log", title=f"batch {bs}"
@@ -481,38 +453,21 @@ for ax, bs in zip(axes, S.bs_batch_sizes):
 axes[0].set_ylabel("held-out loss")
 axes[0].legend()
 fig.suptitle(f"fig 4.10 (reduced): lr {S.bs_lr:g}, ~{S.bs_steps} steps per run, {S.bs_seeds} "
-             "seeds (thin) and their mean; dotted: crossover")
+             f"seeds (thin) and their mean; dashed: the seed mean at lr {S.bs_source_lr:g}; "
+             "dotted: crossover")
 out.savefig(fig, "fig4.10", params=S.as_dict(), seeds=list(SEEDS410))
 plt.show()
 
 # %%
-ev_early410 = {f"batch {bs}": paired_difference(
-    ch05.per_seed(RUNS410[("sgd", bs)], lambda r: ch05.loss_after_steps(r, early_steps)),
-    ch05.per_seed(RUNS410[(ch05.QN, bs)], lambda r: ch05.loss_after_steps(r, early_steps)))
-    for bs in S.bs_batch_sizes}
-out.check("fig4.10", f"QN is ahead early: SGD's held-out loss exceeds QN's after ~{early_steps} "
-          "steps at every batch size", every(ev_early410), ours=texts(ev_early410, 3),
-          quote=QUOTES["fig4.10 early"],
-          detail=f"SGD − QN held-out loss at the first epoch ending at ≥ {early_steps} steps (one "
-                 "epoch of the smallest batch), paired by seed")
-bs_small = S.bs_batch_sizes[-1]
-ev_small = paired_difference(ch05.per_seed(RUNS410[(ch05.QN, bs_small)], ch05.final_loss),
-                             ch05.per_seed(RUNS410[("sgd", bs_small)], ch05.final_loss))
-out.check("fig4.10", f"SGD overtakes: at the smallest batch ({bs_small}) SGD's final held-out loss "
-          "is below QN's", ev_small, ours=f"QN − SGD final loss: {ev_small.text(3)}",
-          quote=QUOTES["fig4.10 crossover"], detail="paired by seed")
-out.check("fig4.10", "the crossover comes no later (in epochs) for smaller batches",
-          ch05.crossover_order_holds([CROSS410[bs] for bs in S.bs_batch_sizes]),
-          ours={f"batch {bs}": CROSS410[bs] for bs in S.bs_batch_sizes},
-          quote=QUOTES["fig4.10 smaller"],
-          detail="crossover epoch of the seed-mean curves (first epoch from which SGD stays below "
-                 "QN; None: not within the run), non-increasing from the full batch down, at "
-                 "least one found")
+for cid, finding in (("fig4.10-early", R410.early), ("fig4.10-overtakes", R410.overtakes),
+                     ("fig4.10-order", R410.order), ("fig4.10-source-lr", R410.source_lr)):
+    out.record(CLAIMS[cid], finding)
 
 # %%
 pd.DataFrame({f"batch {bs}": {
     "epochs": len(MEAN410[("sgd", bs)]), "steps": F410[("sgd", bs, 0)]["history"]["step"].iloc[-1],
-    f"SGD − QN loss at ~{early_steps} steps": ev_early410[f"batch {bs}"].estimate,
+    f"QN − SGD final loss at lr {S.bs_lr:g}": R410.overtake_parts[f"batch {bs}"].estimate,
+    f"QN − SGD final loss at lr {S.bs_source_lr:g}": R410.source_parts[f"batch {bs}"].estimate,
     "final loss SGD": np.nanmean(ch05.per_seed(RUNS410[("sgd", bs)], ch05.final_loss)),
     "final loss QN": np.nanmean(ch05.per_seed(RUNS410[(ch05.QN, bs)], ch05.final_loss)),
     "crossover epoch": CROSS410[bs]} for bs in S.bs_batch_sizes}).T.round(4)
@@ -529,7 +484,8 @@ pd.DataFrame({f"batch {bs}": {
 # keep the cell within the chapter's time budget (the Hessian costs P = 1,338 Hessian-vector
 # products over the examples). *Checks (ours):* the top eigenvalue exceeds 10× the median of the
 # 30 plotted; more than 90 % of all eigenvalues have |λ| < 0.01 λ_max. Lanczos (`eigsh`) on the
-# same operator is checked against the dense result.
+# same operator is checked against the dense result. One run, of a network without batch norm or
+# skips (see figs 4.7–4.9).
 
 # %%
 hcfg = ch05.hessian_run(S)
@@ -548,13 +504,9 @@ ax.set(xlabel="index (ascending)", ylabel="eigenvalue",
              f"{len(yh)} examples")
 out.savefig(fig, "fig4.11", params=S.as_dict(), seeds=[0])
 plt.show()
-out.check("fig4.11", "a few large eigenvalues: the top one exceeds 10x the median of the top 30",
-          bool(spec["lam_max"] > 10 * spec["median_top"]),
-          ours=f"λ_max {spec['lam_max']:.4g}, median of top 30 {spec['median_top']:.4g}",
-          quote=QUOTES["fig4.11"])
-out.check("fig4.11", "most eigenvalues are near zero: > 90 % have |λ| < 0.01 λ_max",
-          spec["small"] > 0.9, ours=f"{100 * spec['small']:.1f} % of {len(hessian_eigs)}",
-          quote=QUOTES["fig4.11"])
+R411 = ch05.fig411(spec, len(hessian_eigs))
+out.record(CLAIMS["fig4.11-large"], R411.large)
+out.record(CLAIMS["fig4.11-zero"], R411.zero)
 
 # %% [markdown]
 # ## Figs 4.12, 4.13, 4.17, 4.18 · power iteration on a known matrix (listing F.1, fixed)
@@ -573,7 +525,10 @@ out.check("fig4.11", "most eigenvalues are near zero: > 90 % have |λ| < 0.01 λ
 # > 0.2; 4.17A: |cos φ| > 0.98 over the last 10 iterates and the estimate within 5 %; 4.17B: mean
 # |cos φ| over the last 1000 iterates > 0.9 with dips below 0.97; 4.18: the late mean |cos φ|
 # rises and its spread falls as s grows. The thesis prints no numbers for these figures; the
-# numbers beside ours are a first numpy run of listing F.1 at the thesis's size.
+# numbers beside ours are a first numpy run of listing F.1 at the thesis's size. These are
+# *sanity checks*: properties of power iteration on a fixed matrix (a random product per iterate
+# cannot converge; averaging more of them must), which guard the code and are not counted as
+# verdicts on the thesis.
 
 # %%
 PI = ch05.power_iteration_runs(S.known_size)
@@ -598,21 +553,18 @@ for r, item, title in ((r412, "fig4.12", "fig 4.12: H v"), (r413, "fig4.13", "fi
     plt.show()
 
 # %%
-out.check("fig4.12", "power iteration with H converges: |cos φ| > 0.99 at the stop, λ within 1 %",
-          bool(abs(r412.cos[-1]) > 0.99 and abs(r412.value / lam0 - 1) < 0.01),
-          ours=f"{r412.iters} iterates, cos {r412.cos[-1]:+.4f}, λ̂ {r412.value:.2f} vs {lam0:.2f}",
-          source="24 iterations, cos −0.998, λ 381.0 vs 381.2 (a first numpy run of the listing)",
-          quote=QUOTES["fig4.12"])
+out.record(CLAIMS["fig4.12"], Finding(
+    bool(abs(r412.cos[-1]) > 0.99 and abs(r412.value / lam0 - 1) < 0.01),
+    f"{r412.iters} iterates, cos {r412.cos[-1]:+.4f}, λ̂ {r412.value:.2f} vs {lam0:.2f}",
+    "a first numpy run of the listing: 24 iterations, cos −0.998, λ 381.0 vs 381.2"))
 share412 = ch05.stop_rule_share(S.known_size, S.known_seeds)
 n413, n417a = ch05.fig413_numbers(r413), ch05.fig417a_numbers(r417a)
-out.check("fig4.13", "one gradient per iterate does not converge: late mean |cos φ| < 0.5 and the "
-          "estimate's coefficient of variation > 0.2",
-          bool(n413["mean_cos"] < 0.5 and n413["cv"] > 0.2),
-          ours=f"mean |cos| {n413['mean_cos']:.3f}, CV {n413['cv']:.2f}", quote=QUOTES["fig4.13"])
-out.check("fig4.17", "1000 gradients per iterate converge: |cos φ| > 0.98 over the last 10 iterates, λ within 5 %",
-          bool(np.all(np.abs(n417a["cos"]) > 0.98) and abs(n417a["value"] / lam0 - 1) < 0.05),
-          ours=f"min |cos| {np.min(np.abs(n417a['cos'])):.4f}, λ̂ {n417a['value']:.1f} vs {lam0:.1f}",
-          quote=QUOTES["fig4.17a"])
+out.record(CLAIMS["fig4.13"], Finding(
+    bool(n413["mean_cos"] < 0.5 and n413["cv"] > 0.2),
+    f"mean |cos| {n413['mean_cos']:.3f}, CV {n413['cv']:.2f}"))
+out.record(CLAIMS["fig4.17a"], Finding(
+    bool(np.all(np.abs(n417a["cos"]) > 0.98) and abs(n417a["value"] / lam0 - 1) < 0.05),
+    f"min |cos| {np.min(np.abs(n417a['cos'])):.4f}, λ̂ {n417a['value']:.1f} vs {lam0:.1f}"))
 pd.Series({"fig 4.12 stop rule: matrices ending with |cos| > 0.99": f"{share412:.0%} of {S.known_seeds}",
            "fig 4.12 iterates (seed 0)": r412.iters})
 
@@ -638,14 +590,14 @@ out.savefig(fig, "fig4.17", params=S.as_dict(), seeds=[0])
 plt.show()
 
 # %%
-out.check("fig4.17", f"a rolling window of {mid} converges but oscillates: late mean |cos φ| > 0.9, "
-          "min < 0.97", bool(stats.loc[mid, "late mean |cos|"] > 0.9 and stats.loc[mid, "late min |cos|"] < 0.97),
-          ours=stats.loc[mid].round(4).to_dict(), quote=QUOTES["fig4.17b"])
-out.check("fig4.18", "larger windows give steadier estimates: late mean |cos φ| rises and its spread "
-          "falls with s", ch05.steadier_with_window(stats),
-          ours={int(s): f"mean {m:.3f}, sd {d:.3f}" for s, m, d in
-                zip(stats.index, stats["late mean |cos|"], stats["late sd |cos|"])},
-          source="0.58 / 0.96 / 0.98 (a first numpy run of the listing)", quote=QUOTES["fig4.18"])
+out.record(CLAIMS["fig4.17b"], Finding(
+    bool(stats.loc[mid, "late mean |cos|"] > 0.9 and stats.loc[mid, "late min |cos|"] < 0.97),
+    stats.loc[mid].round(4).to_dict(), f"rolling window of {mid}"))
+out.record(CLAIMS["fig4.18"], Finding(
+    ch05.steadier_with_window(stats),
+    {int(s): f"mean {m:.3f}, sd {d:.3f}" for s, m, d in
+     zip(stats.index, stats["late mean |cos|"], stats["late sd |cos|"])},
+    "a first numpy run of the listing: late mean |cos| 0.58 / 0.96 / 0.98"))
 
 # %% [markdown]
 # ## Fig 4.14 · SGDM on Rastrigin and Rosenbrock, with chapter 04's total distance D_t
@@ -654,11 +606,12 @@ out.check("fig4.18", "larger windows give steadier estimates: late mean |cos φ|
 # steadily; on Rosenbrock (a = 1, b = 100) the path curves and D_t fluctuates. The thesis gives no
 # start, learning rate or step count; ours, chosen on a first prototype run so that both paths
 # reach their minimum: 2-D, deterministic gradients, momentum 0.9 (app. E.4's SGDM), Rastrigin
-# from (4.3, −4.6) at lr 5e-3 for 3000 steps, Rosenbrock from (−1.5, −0.5) at lr 2e-4 for
+# from (4.3, −4.6) at lr 5e-3 for `3000` steps, Rosenbrock from (−1.5, −0.5) at lr 2e-4 for
 # 20 000 steps. D_t = ‖θ_t − θ_0‖ is chapter 04's (`trajectory.path_metrics`).
 # *Checks (ours):* Rastrigin: D_t falls on < 10 % of steps and the path reaches the minimum
-# (0, 0); Rosenbrock: D_t falls on > 20 % of steps and the path ends at (1, 1) ± 1e-3.
-# (The prototype run gave 3.5 % and 45 %; this run of the same settings differs, see below.)
+# (0, 0); Rosenbrock: D_t falls on > 20 % of steps and the path ends at (1, 1) ± 1e-3. Our
+# start, lr and step counts were chosen on a first prototype run (its shares are in the
+# records' details); the thresholds are ours.
 
 # %%
 FIG414 = {name: ch05.fig414_run(name) for name in ("rastrigin", "rosenbrock")}
@@ -679,17 +632,11 @@ out.savefig(fig, "fig4.14", params=S.as_dict(), seeds=[0])
 plt.show()
 
 # %%
-ras, ros = FIG414["rastrigin"]["numbers"], FIG414["rosenbrock"]["numbers"]
-out.check("fig4.14", "Rastrigin: D_t rises steadily (falls on < 10 % of steps) and the path reaches (0, 0)",
-          bool(ras["falls on (% of steps)"] < 10
-               and np.allclose(FIG414["rastrigin"]["path"][-1], 0, atol=1e-3)),
-          ours=ras, source="3.5 % of steps (a first prototype run)",
-          quote=QUOTES["fig4.14 rastrigin"])
-out.check("fig4.14", "Rosenbrock: D_t fluctuates (falls on > 20 % of steps) and the path ends at (1, 1)",
-          bool(ros["falls on (% of steps)"] > 20
-               and np.allclose(FIG414["rosenbrock"]["path"][-1], 1, atol=1e-3)),
-          ours=ros, source="about 45 % of steps; D_t max 3.94, final 2.92 (a first prototype run)",
-          quote=QUOTES["fig4.14 rosenbrock"])
+R414 = ch05.fig414(FIG414)
+out.record(CLAIMS["fig4.14-rastrigin"], R414.rastrigin,
+           source="D_t falls on 3.5 % of steps (a first prototype run)")
+out.record(CLAIMS["fig4.14-rosenbrock"], R414.rosenbrock,
+           source="D_t falls on about 45 % of steps; max 3.94, final 2.92 (a first prototype run)")
 pd.DataFrame({landscape: run["numbers"] for landscape, run in FIG414.items()}).T
 
 # %% [markdown]
@@ -706,8 +653,8 @@ pd.DataFrame({landscape: run["numbers"] for landscape, run in FIG414.items()}).T
 #
 # *Setting.* quick (our reduction): SGDM (lr 0.05, momentum 0.9), batch 32, 15 epochs on the
 # digits; BasicCNN at width 1 (batch norm), whose `conv2` has 32 filters of 32 × 3 × 3 = 288
-# weights (threshold 10/√288 ≈ 0.59). paper: ResNet-18 (CIFAR layout) `layer1.0.conv1`, 64
-# filters of 576 (threshold ≈ 0.42), 200 epochs. The layer's weights θ_t and raw mini-batch
+# weights (threshold 10/√288). paper: ResNet-18 (CIFAR layout) `layer1.0.conv1`, 64
+# filters of 576 (threshold 10/√576), 200 epochs. The layer's weights θ_t and raw mini-batch
 # gradients (no momentum, weight decay or clipping) are recorded before every step
 # (`gradient_probes.FilterGradients`); θ_τ is the weights after the last step. D_t is chapter
 # 04's (`trajectory`), of the layer's weight (our choice: the thesis does not say whether its D_t
@@ -719,11 +666,18 @@ pd.DataFrame({landscape: run["numbers"] for landscape, run in FIG414.items()}).T
 # every 25th step to bound memory) nor the plot type (a 2-D histogram here); it shows one run, we
 # judge over `phi_seeds` seeds (95 % t intervals of one number per seed).
 #
-# *Checks (ours):* (1) the median φ_t over all steps and filters is < 0; (2) the fraction of
-# |φ_t| ≥ 10/√n is < 25 %; (3) D_t does not fall on > 90 % of the steps; (4) D_t reaches ≥ 50 %
-# of its final value within the first 25 % of the steps; and, from the text, (5) φ_t spreads
-# more at the end: the log of its standard deviation over the last tenth of the steps over that
-# of the first tenth is > 0.
+# *The null of the sign.* θ_t is recorded before step t, so θ_τ − θ_t contains step t's own
+# update, −lr g_t (1 − β^(τ−t+1)) / (1 − β) with momentum β = 0.9 (ten times one step once the
+# momentum has carried it): a part that points against g_t by construction and pushes every φ_t
+# below zero, whatever the rest of the trajectory does. Claim (1) therefore judges φ_t with that
+# part added back (`numbers.own_update_removed`, exact for torch's SGD with a constant lr and no
+# weight decay); the raw median is shown beside it.
+#
+# *Checks (ours):* (1) the median φ_t, own update left out, over all steps and filters is < 0;
+# (2) the fraction of |φ_t| ≥ 10/√n is < 25 %; (3) D_t does not fall on > 90 % of the steps;
+# (4) D_t(T/4) / D_t(T) > 0.5, the value of a random walk (D_t ∝ √t); and, from the text, (5)
+# φ_t spreads more at the end: the log of its standard deviation over the last tenth of the steps
+# over that of the first tenth is > 0.
 
 # %%
 PHI = {seed: res[c] for seed, c in ch05.phi_runs(S).items()}
@@ -757,28 +711,11 @@ out.savefig(fig, "fig4.15", params=S.as_dict(), seeds=list(PHI))
 plt.show()
 
 # %%
-ev_med = mean_interval(PHI_NUM["median_phi"], threshold=0.0, side="less")
-ev_sig = mean_interval(PHI_NUM["significant"], threshold=0.25, side="less")
-ev_rise = mean_interval(PHI_NUM["dt_rises"], threshold=0.9)
-ev_dt_early = mean_interval(PHI_NUM["dt_quarter"], threshold=0.5)
-ev_spread = mean_interval(PHI_NUM["log_spread"], threshold=0.0)
-out.check("fig4.15", "the gradient points towards the solution on average: median φ_t < 0", ev_med,
-          ours=f"median φ_t: {ev_med.text(3)}; φ_t < 0 for {100 * PHI_NUM['negative'].mean():.1f} % "
-               f"of (step, filter)",
-          quote=QUOTES["fig4.15 negative"], detail="median over all steps and filters, one per seed")
-out.check("fig4.15", "few gradients pass the random-vector threshold: |φ_t| ≥ 10/√n for < 25 %",
-          ev_sig, ours=f"fraction: {ev_sig.text(4)} (threshold {thr:.3f})",
-          quote=QUOTES["fig4.15 threshold"], detail="10/√n of app. A.1.4, n = the filter's size")
-out.check("fig4.15", "D_t keeps increasing: it does not fall on > 90 % of the steps", ev_rise,
-          ours=f"fraction of steps: {ev_rise.text(4)}", quote=QUOTES["fig4.15 increasing"],
-          detail=f"D_t of {S.phi_layer}.weight (eq. 3.1, chapter 04's trajectory)")
-out.check("fig4.15", "most of D_t is travelled early: ≥ 50 % of its final value within the first "
-          "25 % of the steps", ev_dt_early, ours=f"D_t(T/4) / D_t(T): {ev_dt_early.text(3)}",
-          quote=QUOTES["fig4.15 early"])
-out.check("fig4.15", "φ_t spreads more at the end of training: log(sd last tenth / sd first "
-          "tenth) > 0", ev_spread, ours=f"log ratio: {ev_spread.text(3)}",
-          quote=QUOTES["fig4.15 spread"],
-          detail="the thesis's text, not one of the checks we planned from its figures")
+R415 = ch05.fig415(PHI_NUM, thr)
+for cid, finding in (("fig4.15-toward", R415.toward), ("fig4.15-few", R415.few),
+                     ("fig4.15-rises", R415.rises), ("fig4.15-early", R415.early),
+                     ("fig4.15-spread", R415.spread)):
+    out.record(CLAIMS[cid], finding)
 
 # %% [markdown]
 # ## Fig 4.16 · gradient cohesion against the mini-batch size
@@ -835,44 +772,14 @@ out.savefig(fig, "fig4.16", params=S.as_dict(), seeds=list(COH))
 plt.show()
 
 # %%
-pairs = list(zip(sizes, sizes[1:]))
-ev_mean = {f"{b2} − {b1}": paired_difference(ch05.cohesion_column(COH_NUM, "mean_cos", b2),
-                                             ch05.cohesion_column(COH_NUM, "mean_cos", b1))
-           for b1, b2 in pairs}
-ev_sd = {f"{b1} − {b2}": paired_difference(ch05.cohesion_column(COH_NUM, "within_sd", b1),
-                                           ch05.cohesion_column(COH_NUM, "within_sd", b2))
-         for b1, b2 in pairs}
-out.check("fig4.16", "larger mini-batches are more cohesive: the mean cos ψ_i rises with the batch "
-          "size", every(ev_mean), ours=texts(ev_mean, 3), quote=QUOTES["fig4.16"],
-          detail="mean cos ψ_i of the larger size minus the smaller, paired by seed")
-out.check("fig4.16", "larger mini-batches spread less: the within-probe sd of cos ψ_i falls with "
-          "the batch size", every(ev_sd), ours=texts(ev_sd, 3), quote=QUOTES["fig4.16"],
-          detail="sd of a probe's d values, mean over the probes; smaller size minus larger, "
-                 "paired by seed")
-
-# %%
-n_high = int(ch05.cohesion_column(COH_NUM, "n_high", b_small).sum())
+R416 = ch05.fig416(COH_NUM, sizes)
 extremes = ch05.cohesion_extremes(COH, b_small)
-ev_top = mean_interval(ch05.cohesion_column(COH_NUM, "top_is_largest", b_small), threshold=0.5)
-ev_time = {str(b): paired_difference(ch05.cohesion_column(COH_NUM, "last_C", b),
-                                     ch05.cohesion_column(COH_NUM, "first_C", b), side="less")
-           for b in sizes}
-out.check("fig4.16", f"at mini-batch {b_small} some gradients have cos ψ_i > 0.9", n_high > 0,
-          ours=f"{n_high} of {extremes['points']} points ({len(COH)} runs); largest "
-               f"{extremes['max_cos']:.3f}",
-          quote=QUOTES["fig4.16a"], detail="'ψ_i ≈ 1' read as cos ψ_i ≈ 1 (a cosine near 1)")
-out.check("fig4.16", f"at mini-batch {b_small} the most aligned gradient of a probe is its largest "
-          "one, in more than half of the probes (chance 1/d)", ev_top,
-          ours={"fraction of probes": ev_top.text(3),
-                "points with cos ψ_i > 0.9 that are their probe's largest": [
-                    f"{v:.2f}" for v in ch05.cohesion_column(COH_NUM, "high_largest", b_small)]},
-          quote=QUOTES["fig4.16a"], detail="per seed: the fraction of probes whose largest cos ψ_i "
-                                           "and largest ‖g_i‖ are the same gradient")
-out.check("fig4.16", "cohesion degrades over training: C over the last epoch's probes is below C "
-          "over the first epoch's, at every batch size", every(ev_time), ours=texts(ev_time, 3),
-          quote=QUOTES["fig4.16 degrades"],
-          detail="the thesis's text, not one of the checks we planned from its figures; paired "
-                 "by seed")
+for cid, finding in (("fig4.16-mean", R416.mean), ("fig4.16-spread", R416.spread),
+                     ("fig4.16-high", R416.high), ("fig4.16-largest", R416.largest),
+                     ("fig4.16-degrades", R416.degrades)):
+    out.record(CLAIMS[cid], finding)
+pd.Series({"points at the smallest size": extremes["points"],
+           "largest cos ψ_i there": round(extremes["max_cos"], 4)})
 
 # %% [markdown]
 # ## Fig 4.20 · algorithm 5: step sizes from the estimated top eigenpair
@@ -895,16 +802,15 @@ out.check("fig4.16", "cohesion degrades over training: C over the last epoch's p
 # is dominated by the noise until the s-th step: part of the method as the thesis ran it); η′ is
 # the run's lr; no momentum, no weight decay (algorithm 5 has neither); every step's η, λ̂ and
 # 1 − |cos(g, v̂)| are logged (callback `"alg5_log"`).
-# *Checks (ours, and the premise):* (0) 0.1 is the better lr for SGD: SGD(1) − SGD(0.1)
-# final held-out loss > 0, paired by seed; (1) the projection rule limits the step: its mean η
-# < 1 (t interval over seeds); (2) the projection rule ends below SGD at lr 1: SGD(1) −
-# projection final held-out loss > 0, paired; (3) the source's claim for the eigenvalue rule, the
-# same difference > 0 (reported, but not one we expect: a first prototype run did not reproduce
-# it); (4) SGD at 0.1 is best early: every other run's held-out loss after epoch 1 minus
-# SGD(0.1)'s > 0, paired; (5) SGD at 0.1 ends at least as well: each eigen rule's final held-out
-# loss minus SGD(0.1)'s > 0, paired; (6) the eigenvalue rule's η < 1 on every step while a
-# random column is left in the window (steps 1 to s − 1; the s-th gradient replaces the last),
-# every seed.
+# *Claim tests (ours, paired by seed):* (0) the premise, 0.1 is the better lr for SGD: SGD(1) −
+# SGD(0.1) final held-out loss > 0; (2) the projection rule ends below SGD at lr 1: SGD(1) −
+# projection final held-out loss > 0; (3) the same for the eigenvalue rule (the source's claim;
+# a first prototype run did not reproduce it); (4) SGD at 0.1 is best early: every other run's
+# held-out loss after epoch 1 minus SGD(0.1)'s > 0; (5) both eigen rules end above SGD at 0.1:
+# each rule's final held-out loss minus SGD(0.1)'s > 0. *Sanity checks* (properties of
+# algorithm 5 as printed, not verdicts): (1) the projection rule's mean η < 1 (η = min(η′,
+# 1 − |cos|) cannot exceed η′); (6) the eigenvalue rule's η < 1 on every step while a random
+# column is left in the window (steps 1 to s − 1), every seed.
 
 # %%
 F420 = {k: res[c] for k, c in ch05.fig420_runs(S).items()}
@@ -944,44 +850,14 @@ plt.show()
 # %%
 final420 = {name: ch05.per_seed(runs, ch05.final_loss) for name, runs in RUNS420.items()}
 epoch1_420 = {name: ch05.per_seed(runs, ch05.first_epoch_loss) for name, runs in RUNS420.items()}
-ev_eta = mean_interval(ch05.per_seed(RUNS420[proj_rule], ch05.mean_eta), threshold=1.0, side="less")
-out.check("fig4.20", "the projection rule limits the step: its mean η is below η′ = 1", ev_eta,
-          ours=f"mean η per run: {ev_eta.text(3)}", quote=QUOTES["fig4.20 clip"],
-          detail="mean over a run's steps, t interval over seeds")
-ev_premise = paired_difference(final420[sgd_hi], final420[sgd_lo])
-out.check("fig4.20", f"the premise: lr {sgd_lr:g} is the better learning rate for SGD (SGD at "
-          f"{sgd_lr:g} ends below SGD at {eta_bound:g})", ev_premise,
-          ours=f"SGD({eta_bound:g}) − SGD({sgd_lr:g}) final held-out loss: {ev_premise.text(3)}",
-          quote=QUOTES["fig4.20 lower"], detail="paired by seed; where it fails, η′ = 1 is not a "
-                                                "harmful step size here and the rules have "
-                                                "nothing to limit")
-for rule in (proj_rule, eig_rule):
-    ev = paired_difference(final420[sgd_hi], final420[rule])
-    out.check("fig4.20", f"{rule.split(' (')[0]} ends below SGD at lr {eta_bound:g}", ev,
-              ours=f"SGD({eta_bound:g}) − {rule.split(' (')[0]} final held-out loss: {ev.text(3)}",
-              quote=QUOTES["fig4.20 higher"], detail="paired by seed" + (
-                  "; the thesis's claim, which a first prototype run did not reproduce"
-                  if rule == eig_rule else ""))
-
-# %%
-first = {name: paired_difference(epoch1_420[name], epoch1_420[sgd_lo])
-         for name in (sgd_hi, eig_rule, proj_rule)}
-out.check("fig4.20", f"SGD at lr {sgd_lr:g} is best early: the lowest held-out loss after epoch 1",
-          every(first), ours=texts(first, 3), quote=QUOTES["fig4.20 lower"],
-          detail=f"each other run's held-out loss after epoch 1 minus SGD({sgd_lr:g})'s, paired by "
-                 "seed")
-last = {name: paired_difference(final420[name], final420[sgd_lo]) for name in (eig_rule, proj_rule)}
-out.check("fig4.20", f"SGD at lr {sgd_lr:g} ends at least as well as both eigen methods",
-          every(last), ours=texts(last, 3), quote=QUOTES["fig4.20 lower"],
-          detail=f"each eigen rule's final held-out loss minus SGD({sgd_lr:g})'s, paired by seed")
 early_eta = {s: ch05.max_eta(r, S.alg5_sample - 1) for s, r in zip(SEEDS420, RUNS420[eig_rule])}
-out.check("fig4.20", f"the eigenvalue rule's η < 1 while the initial random window lasts (steps 1 "
-          f"to s − 1 = {S.alg5_sample - 1})", all(v < 1 for v in early_eta.values()),
-          ours={f"seed {s}: max η": round(v, 4) for s, v in early_eta.items()},
-          quote=QUOTES["fig4.20 window"],
-          detail="the window starts as N(0, 1) columns (algorithm 5 as printed); they weigh on λ̂ "
-                 "until the s-th gradient replaces the last of them (at step s the window holds "
-                 "only gradients)")
+R420 = ch05.fig420(final420, epoch1_420, list(RUNS420),
+                   ch05.per_seed(RUNS420[proj_rule], ch05.mean_eta), early_eta)
+for cid, finding in (("fig4.20-clip", R420.clip), ("fig4.20-premise", R420.premise),
+                     ("fig4.20-projection", R420.projection),
+                     ("fig4.20-eigenvalue", R420.eigenvalue), ("fig4.20-early", R420.early),
+                     ("fig4.20-end", R420.end), ("fig4.20-window", R420.window)):
+    out.record(CLAIMS[cid], finding)
 
 # %%
 pd.DataFrame({name: {
@@ -1003,7 +879,8 @@ pd.DataFrame({name: {
 # in `lalr_core.methods.curvature.cumulants` (K₁'s "2ab/5 a²" and K₂'s 2b⁴/12; checked by integration).
 # *Checks (ours):* the cubic's R² > 0.95; the k-statistics of `cumulant_samples` draws
 # are within 2 %, 5 % and 15 % of κ₁, κ₂, κ₃ (looser than the thesis's own errors, for the
-# smaller sample at smoke).
+# smaller sample at smoke). Both are *sanity checks*: an identity of Gaussian quadratic forms and
+# a property of one generated matrix's spectrum.
 
 # %%
 AH = ch05.appendix_h(S.cumulant_samples)
@@ -1026,15 +903,13 @@ out.savefig(fig, "figH.2", params=S.as_dict(), seeds=[0, 1])
 plt.show()
 
 # %%
-out.check("figH.1", "the ascending eigenvalues follow a t + b t³ (R² > 0.95)", bool(prof.r2 > 0.95),
-          ours=f"a {prof.a:.1f}, b {prof.b:.1f}, R² {prof.r2:.4f}",
-          source="a ≈ 395, b ≈ 1201 (a first numpy run, seed 1)", quote=QUOTES["figH.1"])
-out.check("figH.2", "sample cumulants of ‖Hε‖² match κ_n = 2^(n−1)(n−1)! Σλ^(2n): within 2 %, 5 %, 15 %",
-          ch05.cumulants_within(rel),
-          ours={f"κ{n}": f"{a:.4g} vs {b:.4g} ({100 * r:.1f} %)"
-                for n, a, b, r in zip((1, 2, 3), AH["sample"], AH["exact"], rel)},
-          source={"sample": list(ch05.THESIS_SAMPLE_KAPPAS), "exact": list(ch05.THESIS_EXACT_KAPPAS)},
-          quote=QUOTES["figH.2"])
+out.record(CLAIMS["figH.1"], Finding(bool(prof.r2 > 0.95),
+                                     f"a {prof.a:.1f}, b {prof.b:.1f}, R² {prof.r2:.4f}"),
+           source="a ≈ 395, b ≈ 1201 (a first numpy run, seed 1)")
+out.record(CLAIMS["figH.2"], Finding(ch05.cumulants_within(rel), {
+    f"κ{n}": f"{a:.4g} vs {b:.4g} ({100 * r:.1f} %)"
+    for n, a, b, r in zip((1, 2, 3), AH["sample"], AH["exact"], rel)}),
+    source={"sample": list(ch05.THESIS_SAMPLE_KAPPAS), "exact": list(ch05.THESIS_EXACT_KAPPAS)})
 
 # %%
 print(f"notebook compute: {time.perf_counter() - T0:.0f} s")

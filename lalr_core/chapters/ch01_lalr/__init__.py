@@ -6,6 +6,8 @@ LAMB (``pytorch_optimizer``) as optimisers ``"lars_po"`` and ``"lamb"``; ``runs`
 settings into labelled fine-tunings (stage 1 by section, and the U-match stage that needs
 LALR's runs first); ``claims`` the claims L-C1..L-C30 with the source's sentences;
 ``verdicts`` the per-run numbers, paired intervals, combination rules and the verdict table;
+``findings`` one function per claim: the runs' results in, an `findings.Item` (its numbers
+and the `Finding` the notebook records) out, each judged against its null or control arm;
 ``mechanics`` the deterministic checks (AdamW integration, the normaliser's NaN, App. A's
 misaligned grouping, gradient-free metrics); ``mechanisms`` the per-run quantities of the
 mechanism claims (X-L6, X-L7, X-L10, X-L11, X-L13, X-L14), read from the per-layer
@@ -17,9 +19,15 @@ from __future__ import annotations
 
 from lalr_core.chapters.ch01_lalr import (
     baselines,  # noqa: F401  (registers lars_po, lamb)
+    findings,
     mechanisms,
 )
-from lalr_core.chapters.ch01_lalr.claims import CLAIMS, UNTESTABLE, Claim
+from lalr_core.chapters.ch01_lalr.claims import (
+    CLAIMS,
+    SOURCE_CLAIMS,
+    UNTESTABLE,
+    Claim,
+)
 from lalr_core.chapters.ch01_lalr.mechanics import (
     literal_gives_nan,
     lr_integration,
@@ -40,6 +48,7 @@ from lalr_core.chapters.ch01_lalr.runs import (
     PROBED,
     REC,
     SCHEDULES,
+    SENT_ARMS,
     SINGLES,
     TB,
     TEXT20,
@@ -111,7 +120,9 @@ __all__ = [
     "PROFILES",
     "REC",
     "SCHEDULES",
+    "SENT_ARMS",
     "SINGLES",
+    "SOURCE_CLAIMS",
     "TB",
     "TEXT20",
     "UMATCH",
@@ -129,6 +140,7 @@ __all__ = [
     "curve",
     "every",
     "final",
+    "findings",
     "finetuning",
     "forgetting",
     "fraction_interval",

@@ -1,26 +1,19 @@
-"""The source's testable claims L-C1 .. L-C30 (our numbering): what each says, where, which
-experiment tests it, and the source's own sentence (verbatim, for ``out.check(quote=...)``).
+"""The source's testable claims L-C1 .. L-C30 (our numbering) and the chapter's other claim
+tests, as data: what each says, where, which experiment tests it, the source's own sentence
+(verbatim), its kind (claim test or sanity check) and, where one interval decides it, the
+threshold and side its evidence is judged against (`lalr_core.core.results.claims.Claim`).
 
 The source (seed 000, ``[LALR]`` in REFERENCES.md) has no experiments, figures or tables, so the
 chapter's report items are these claims. ``experiments`` name our experiments X-L1 .. X-L17.
+`findings` has one function per claim; the notebook records its finding with
+``out.record(CLAIMS[id], finding)``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import dataclasses
 
-
-@dataclass(frozen=True)
-class Claim:
-    """One testable claim: ``id`` (``"L-C8"``), ``text`` (what we test, one line), ``where``
-    (section of the source), ``experiments`` and ``quote`` (verbatim)."""
-
-    id: str
-    text: str
-    where: str
-    experiments: tuple[str, ...]
-    quote: str
-
+from lalr_core.core.results.claims import Claim
 
 _C = [
     Claim("L-C1", "layers with high raw SVD / CE and low CS get lower lrs, which leaves less "
@@ -131,7 +124,75 @@ _C = [
     Claim("L-C30", "the interaction bounds and the Sperner / supermodularity arguments", "B.3",
           (), "$∂²J/(∂M_i ∂M_j) ≈ K · (1/σ_min) · |ΔM| · cos(θ) · I(L_i; L_j)$"),
 ]
-CLAIMS: dict[str, Claim] = {c.id: c for c in _C}
+# The vision and NLP settings (ours) test L-C15 and L-C3 outside the text setting.
+_C += [
+    Claim("L-C15.vision", "(ours) LALR-REC's validation accuracy above U's and U-match's, "
+          "image transfer", "§3.3", ("X-L2",), _C[14].quote),
+    Claim("L-C3.vision", "(ours) less forgetting of the pretraining classes than U and "
+          "U-match", "Abstract", ("X-L3",), _C[2].quote),
+    Claim("L-C15.nlp", "(ours) LALR-REC's validation accuracy above U's and U-match's, a "
+          "pretrained encoder on SST-2 and CoLA", "§3.3", ("X-L2",), _C[14].quote),
+]
+# The chapter's other claim tests, whose inventory items are not of kind "claim" (X-L2's row is
+# a "check", E14's an "experiment"): X-L2's baselines and E14 (on [ATDL-notes] sec. 3.5). In
+# CLAIMS too; the verdict table of the source's claims (`SOURCE_CLAIMS`) leaves them out.
+_X = [
+    Claim("X-L2", "(ours) LALR-REC's validation accuracy is above LARS's, LAMB's and "
+          "TempBalance's on both tasks", "§1.0", ("X-L2",),
+          "While effective for initial training, these methods focus on weight and gradient "
+          "magnitudes but are not specifically designed for the fine-tuning phase of "
+          "pre-trained models."),
+    Claim("E14", "‖w_k‖² of a scale-invariant layer grows like √k under SGD without weight "
+          "decay (log-log slope 0.5 ± 0.03, both learning rates)", "[ATDL-notes] §3.5", (),
+          "With homogeneous normalizers such as BN, WN, and LN, there is **implicit learning "
+          "rate decay**"),
+    Claim("E14-growth", "‖w_k‖⁴ − ‖w_0‖⁴ grows linearly in k (the derivation; log-log slope "
+          "of its square root 0.5 ± 0.03, both learning rates)", "[ATDL-notes] §3.5", (),
+          "the norm of the weights $\\|w^{(k)}\\|^2$ increase like $\\sqrt{k}$ over $k$-GD steps",
+          item="E14"),
+]
+
+# How each is judged (claims.py's Claim fields): the kind, and the threshold and side of the
+# interval where one interval decides it. L-C6 (no gradient is built), L-C14 (lr = base lr x
+# scale, AdamW's state untouched) and L-C21 (a larger lr gives a larger update) are mechanical
+# properties of the method and the optimiser: sanity checks. L-C7 is a measurement of wall
+# time against our reading of "negligible" (r < 0.05 at every configuration): a claim test of
+# the source's own statement, judged without an interval. The source reports no effect size
+# anywhere (it has no experiments), so no claim has a source_effect.
+_JUDGED = {
+    "L-C6": {"kind": "sanity"}, "L-C14": {"kind": "sanity"},
+    "L-C21": {"kind": "sanity", "threshold": 0.7, "side": "greater", "unit": "Spearman rho"},
+    "L-C1": {"threshold": 0.0, "side": "less", "unit": "nats / points"},
+    "L-C2": {"threshold": 0.0, "side": "greater", "unit": "points"},
+    "L-C3": {"threshold": 0.0, "side": "less", "unit": "nats"},
+    "L-C3.vision": {"threshold": 0.0, "side": "less", "unit": "nats"},
+    "L-C4": {"threshold": 0.0, "side": "greater"},
+    "L-C5": {"threshold": 1.5, "side": "greater", "unit": "shifts"},
+    "L-C27": {"threshold": 1.5, "side": "greater", "unit": "shifts"},
+    "L-C8": {"threshold": 0.0, "side": "greater", "unit": "points"},
+    "L-C9": {"threshold": 0.0, "side": "greater", "unit": "millinats"},
+    "L-C10": {"threshold": 0.0, "side": "greater", "unit": "effective rank"},
+    "L-C11": {"threshold": 0.0, "side": "greater", "unit": "millinats"},
+    "L-C12": {"threshold": 0.0, "side": "less", "unit": "1e-3 cosine"},
+    "L-C15": {"threshold": 0.0, "side": "greater", "unit": "points"},
+    "L-C15.vision": {"threshold": 0.0, "side": "greater", "unit": "points"},
+    "L-C15.nlp": {"threshold": 0.0, "side": "greater", "unit": "points"},
+    "X-L2": {"threshold": 0.0, "side": "greater", "unit": "points"},
+    "L-C17": {"threshold": -1.0, "side": "greater", "unit": "points"},
+    "L-C19": {"threshold": 0.0, "side": "less", "unit": "points / epoch"},
+    "L-C20": {"threshold": 0.0, "side": "less", "unit": "Spearman rho"},
+    "L-C22": {"threshold": 0.0, "side": "greater", "unit": "fraction of layers"},
+    "L-C23": {"threshold": 0.0, "side": "greater"},
+    "L-C24": {"threshold": 0.0, "side": "less", "unit": "points"},
+    "L-C25": {"threshold": 0.0, "side": "greater", "unit": "points / epoch"},
+    "L-C26": {"threshold": 0.0, "side": "greater", "unit": "millinats"},
+    "L-C28": {"threshold": 0.0, "side": "less", "unit": "Spearman rho"},
+    "L-C29": {"threshold": 0.0, "side": "greater", "unit": "millinats"},
+}
+_C = [dataclasses.replace(c, **_JUDGED.get(c.id, {})) for c in _C]
+CLAIMS: dict[str, Claim] = {c.id: c for c in [*_C, *(dataclasses.replace(
+    x, **_JUDGED.get(x.id, {})) for x in _X)]}
+SOURCE_CLAIMS = tuple(c.id for c in _C if c.id.startswith("L-C") and "." not in c.id)
 
 # Why L-C30 cannot be tested (the verdict table's N/A reason).
 UNTESTABLE = ("not testable as stated: K, the mutual information I(L_i; L_j) between 'affected "

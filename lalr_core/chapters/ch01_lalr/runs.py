@@ -4,7 +4,7 @@ sections they form, the callbacks each carries, and the second stage (U-match).
 Settings of a run (our protocol P-LALR):
 
 * ``"main"``: ``n_train`` examples, ``epochs`` epochs (X-L2, X-L3, X-L5, X-L12, X-L15 i/iii,
-  X-L16, X-L17);
+  X-L16, X-L17, X-L18);
 * ``"small"``: SENT with ``small_n_train`` examples, ``small_epochs`` epochs (X-L4);
 * ``"shift"``: SENT with the lexicon shift (train / val on half the lexicon, test on the
   other half; X-L15 ii);
@@ -21,8 +21,9 @@ per-layer diagnostics (`lalr_core.methods.layer_lr.lalr.diagnostics`: X-L6, X-L7
 Arms (``ARMS``): ``U`` (AdamW at ``base_lr``), ``LALR-REC`` (our executable
 specification, `LALR`'s defaults), ``LALR-AW`` (App. A as written, `LALR.as_written`), ``LARS``,
 ``LAMB`` (`baselines`), ``TempBalance`` (chapter 02's method at ``base_lr``), the X-L5 phase
-schedules (``"svd>ce>cs"`` is LALR-REC itself, the same cached run), and the X-L16 / X-L17
-variants (metrics once, the text's CS direction, App. A's per-parameter grouping alone).
+schedules (``"svd>ce>cs"`` is LALR-REC itself, the same cached run), the X-L16 / X-L17
+variants (metrics once, the text's CS direction, App. A's per-parameter grouping alone) and
+X-L18's SENT arms (``SENT_ARMS``: one open choice of the source changed each).
 
 ``U-match`` is a second stage: uniform AdamW at ``base_lr * m``, where ``m`` is the mean
 ``lr_scale`` LALR-REC actually used in that setting and task (`mean_lr_scale`: over the
@@ -61,6 +62,17 @@ ORDERS = tuple(">".join(p) for p in itertools.permutations(("svd", "ce", "cs")))
 SINGLES = ("svd-only", "ce-only", "cs-only")
 SCHEDULES = ORDERS + SINGLES                          # X-L5; ORDERS[0] == "svd>ce>cs"
 VARIANTS = (ONCE, TEXT20, PARAM_AW)                   # X-L16, X-L17
+# X-L18 (ours): why LALR-REC sits at chance on SENT. Each arm changes one choice the source
+# leaves open, all else LALR-REC: a floor so that no layer is frozen (s_min = 0.1); coarser CE
+# histograms with a larger constant (16 bins, eps 1e-3, against 64 and 1e-8); the other CE and
+# SVD definitions (softmax of the truncated weights; the mean of the top L - 1 singular
+# values); and, not a choice of the source but the direct test of the layer min-max holds
+# back, the token embedding kept at the base lr (LALR's ``exclude``).
+FLOOR, CE16, CEVAR, TOKU = "LALR-floor", "LALR-ce16", "LALR-softmaxCE", "LALR-tokU"
+SENT_ARMS = (FLOOR, CE16, CEVAR, TOKU)
+_SENT_LALR = {FLOOR: {"s_min": 0.1}, CE16: {"ce_bins": 16, "ce_eps": 1e-3},
+              CEVAR: {"ce_variant": "softmax_trunc", "svd_variant": "top_Lminus1"},
+              TOKU: {"exclude": ("encoder.tok_emb",)}}
 PROBED = (U, UMATCH, REC)                             # arms whose runs carry "text_splits"
 DIAGNOSED = (U, REC, *ORDERS)                         # main-setting arms with diagnostics
 SETTINGS = ("main", "small", "shift", "probe", "perturb", "vision", "nlp")
@@ -126,6 +138,7 @@ def arm_changes(s: Settings, arm: str, umatch_lr: float | None = None) -> dict[s
             TEXT20: LALR(cs_direction="text20"), PARAM_AW: LALR(grouping="named_param_AW")}
     lalr |= {o: LALR(order=tuple(o.split(">"))) for o in ORDERS}
     lalr |= {o: LALR(order=(o.removesuffix("-only"),)) for o in SINGLES}
+    lalr |= {a: LALR(**kw) for a, kw in _SENT_LALR.items()}
     if arm in lalr:
         return {"methods": (lalr[arm],)}
     if arm == U:
@@ -142,7 +155,8 @@ def arm_changes(s: Settings, arm: str, umatch_lr: float | None = None) -> dict[s
         return {"optimizer": "lamb", "lr": s.lamb_lr}
     if arm == TB:
         return {"methods": (TempBalance(s.tb_scheme),)}
-    raise ValueError(f"unknown arm {arm!r}; known: {(*MAIN_ARMS, UMATCH, *SCHEDULES, *VARIANTS)}")
+    raise ValueError(f"unknown arm {arm!r}; known: "
+                     f"{(*MAIN_ARMS, UMATCH, *SCHEDULES, *VARIANTS, *SENT_ARMS)}")
 
 
 def finetuning(s: Settings, arm: str, task: str, seed: int, setting: str = "main",
@@ -201,6 +215,7 @@ def planned_runs(s: Settings) -> list[Run]:
     return (_runs(s, "X-L2", "main", MAIN_ARMS, s.tasks, s.seeds)
             + _runs(s, "X-L5", "main", SCHEDULES, s.tasks, s.order_seeds)
             + _runs(s, "X-L16", "main", VARIANTS, s.tasks, s.seeds)
+            + _runs(s, "X-L18", "main", SENT_ARMS, ("sent",), s.seeds)
             + _runs(s, "X-L4", "small", (U, REC), ("sent",), s.seeds)
             + _runs(s, "X-L15", "shift", (U, REC), ("sent",), s.seeds)
             + _runs(s, "X-L10", "probe", (U, REC), ("sent",), s.probe_seeds)

@@ -235,7 +235,8 @@ def fraction_interval(values: Sequence[float], threshold: float = 0.5) -> Eviden
 
 # ----------------------------------------------------------------------------- the table
 def verdict_table(records: Sequence[Mapping], claims: Mapping) -> pd.DataFrame:
-    """One row per claim (``claims``: id -> `claims.Claim`): ``claim, what we test,
+    """One row per source claim L-C1..L-C30 (``claims``: id -> `claims.Claim`; the other
+    claims, e.g. ``"L-C15.vision"``, are left out): ``claim, kind, what we test,
     experiment, our numbers, paired statistic, verdict``. A claim with no check record is
     ``pending`` (its experiment is integrated later). The statistic is the interval the
     verdict rests on (``estimate [low, high], n seeds; claim > threshold``)."""
@@ -244,8 +245,10 @@ def verdict_table(records: Sequence[Mapping], claims: Mapping) -> pd.DataFrame:
         by_item.setdefault(r["item_id"], r)        # the first check of an item is its verdict
     rows = []
     for cid, c in claims.items():
+        if not cid.startswith("L-C") or "." in cid:
+            continue                                # the source's claims only
         r = by_item.get(cid)
-        rows.append({"claim": cid, "what we test": c.text,
+        rows.append({"claim": cid, "kind": c.kind, "what we test": c.text,
                      "experiment": ", ".join(c.experiments) or "-",
                      "our numbers": _numbers(r), "paired statistic": _statistic(r),
                      "verdict": r["verdict"] if r else PENDING})

@@ -196,8 +196,8 @@ def unit_evidence(values: pd.DataFrame, stat: str, allocation: str,
         e = paired_difference(v[allocation].to_numpy(), v[reference].to_numpy(),
                               threshold=threshold, side=side)
     if unit == "batch":
-        e = dataclasses.replace(e, method=f"one seed: t over {e.n} random test batches "
-                                          "(seed-to-seed noise not covered)")
+        e = dataclasses.replace(e, unit="batch", method=f"one seed: t over {e.n} random test "
+                                "batches (seed-to-seed noise not covered)")
     return e
 
 

@@ -26,13 +26,13 @@ from lalr_core.chapters.ch03_ntk.settings import (
     PROFILES,
     Settings,
 )
-from lalr_core.core.runs.chapter import Chapter, Sections
 from lalr_core.core.loop.config import RunConfig
+from lalr_core.core.runs.chapter import Chapter, Sections
+from lalr_core.methods.ntk import empirical as ntk  # noqa: F401  (registers the "linearise" transform)
+from lalr_core.methods.pretrained.proximal import ProximalPull
 from lalr_core.methods.pretrained.text import tasks as text
 from lalr_core.methods.pretrained.text.hf import HFSequenceClassificationTask
-from lalr_core.methods.ntk import empirical as ntk  # noqa: F401  (registers the "linearise" transform)
 from lalr_core.methods.pretrained.transforms import TransformedTask
-from lalr_core.methods.pretrained.proximal import ProximalPull
 
 WEIGHTS = {"weights": {}}   # every fine-tuning keeps its final weights
 NLP_TASKS = ("sst2", "cola")
@@ -85,10 +85,12 @@ def nlp_finetuning(s: Settings, task: str, lam: float, seed: int) -> RunConfig:
 
 # ----------------------------------------------------------------------------- sections
 def table_runs(s: Settings, linearised: bool = False) -> dict[tuple[str, float, int], RunConfig]:
-    """Table T-002-1: ``(task, lambda, seed) -> config``; ``linearised``: E-002-T1b's."""
+    """Table T-002-1: ``(task, lambda, seed) -> config`` (``t1_seeds`` seeds); ``linearised``:
+    E-002-T1b's (``lin_lambdas``, ``seeds`` seeds)."""
     lams = s.lin_lambdas if linearised else s.lambdas
+    seeds = s.seeds if linearised else s.t1_seeds
     return {(task, lam, seed): finetuning(s, task, lam, seed, linearised=linearised)
-            for task in s.tasks for lam in lams for seed in range(s.seeds)}
+            for task in s.tasks for lam in lams for seed in range(seeds)}
 
 
 def figure_runs(s: Settings) -> dict[tuple[str, str, int], RunConfig]:

@@ -104,10 +104,15 @@ def class_subspace_alignment(directions: np.ndarray, counts: np.ndarray, steps: 
             "classes_last": np.flatnonzero(present)}
 
 
-def rank_falls(median_early: float, median_late: float, classes: int) -> bool:
-    """Fig E.1a's claim: the median rank over the last 20 % of the steps is at most the median
-    over the first 10 %, and both are below ``2 C`` (no intersection of the two spans)."""
-    return bool(median_late <= median_early < 2 * classes and median_late < 2 * classes)
+def random_assignment_null(E: torch.Tensor, draws: int = 200, seed: int = 0) -> np.ndarray:
+    """The assignment's mean |cos| (`assumptions.assignment_cosine`) of ``len(E)`` random
+    Gaussian directions against the eigenvectors ``E`` (``(C, P)``), for each of ``draws``
+    draws: fig E.1b's null (app. E.3 quotes ~1e-3 for random 60k-dimensional vectors; the
+    maximising assignment lifts it to a few times ``1/sqrt(P)``)."""
+    gen = torch.Generator().manual_seed(seed)
+    E = torch.as_tensor(E).double()
+    return np.array([assumptions.assignment_cosine(
+        torch.randn(E.shape, generator=gen, dtype=torch.float64), E)[0] for _ in range(draws)])
 
 
 def class_gradient_cosine(model: nn.Module, X: torch.Tensor, y: torch.Tensor,

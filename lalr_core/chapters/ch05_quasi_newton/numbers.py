@@ -73,10 +73,58 @@ def layer_dt(res: dict, layer: str) -> np.ndarray:
     return np.asarray(traj["layer_dt"])[:, traj["layer_names"].index(f"{layer}.weight")]
 
 
+def own_update_removed(phi, dist, grad_norm, steps, total_steps: int, lr: float,
+                       momentum: float = 0.0) -> np.ndarray:
+    """``phi_t`` with step ``t``'s own update left out of ``theta_tau - theta_{t-1}``: the null
+    of fig 4.15's sign.
+
+    The record of step ``t`` holds the weights before the step and the step's gradient
+    ``g_t``, so ``theta_tau - theta_{t-1}`` contains ``g_t``'s own contribution to the steps
+    ``t .. tau``. With torch's SGD (momentum ``beta``, no dampening, constant ``lr``, no weight
+    decay), ``b_k = beta b_{k-1} + g_k`` and ``theta_k = theta_{k-1} - lr b_k``, that
+    contribution is ``-lr g_t (1 - beta^(tau - t + 1)) / (1 - beta)``: it points against
+    ``g_t`` by construction and pulls every ``phi_t`` below zero (with ``beta = 0.9``, ten
+    times one step). Adding it back gives the direction to the solution that the other
+    gradients travelled; its cosine with ``g_t`` is computed here from the per-filter numbers a
+    run keeps (`lalr_core.methods.curvature.gradient_probes.FilterGradients`: ``phi``, ``dist`` = ``||theta_tau -
+    theta_{t-1}||``, ``grad_norm`` = ``||g_t||``), without the tensors.
+
+    Args:
+        phi, dist, grad_norm: ``(T, F)`` (or ``(T,)``) per record.
+        steps: ``(T,)`` the 1-based step ``t`` of each record.
+        total_steps: ``tau``, the number of steps the run took.
+        lr, momentum: the run's constant learning rate and SGD momentum (0: plain SGD).
+
+    Returns:
+        float64, the shape of ``phi`` (NaN where ``phi`` is NaN or the remainder is zero).
+
+    Example:
+        >>> import numpy as np
+        >>> float(own_update_removed(np.array([-1.0]), np.array([0.1]), np.array([1.0]),
+        ...                          np.array([1]), 1, lr=0.1)[0])  # one SGD step: nothing left
+        nan
+    """
+    phi, dist, gn = (np.asarray(x, dtype=np.float64) for x in (phi, dist, grad_norm))
+    steps = np.asarray(steps, dtype=np.float64)
+    if not 0 <= momentum < 1 or lr <= 0:
+        raise ValueError(f"need lr > 0 and momentum in [0, 1), got {lr}, {momentum}")
+    c = lr * (1 - momentum ** (total_steps - steps + 1)) / (1 - momentum)
+    c = c.reshape((-1,) + (1,) * (phi.ndim - 1))
+    dot = phi * dist * gn
+    sq = dist ** 2 + 2 * c * dot + (c * gn) ** 2
+    rest = np.sqrt(np.maximum(sq, 0.0))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = (dot + c * gn ** 2) / (rest * gn)
+    out[~(rest > 1e-9 * np.maximum(dist, c * gn))] = np.nan    # nothing left but round-off
+    return out
+
+
 def phi_numbers(res: dict, layer: str) -> dict[str, float]:
     """Fig 4.15's per-run quantities (our checks of the figure, and of the source's text).
 
     ``median_phi`` (over all steps and filters), ``negative`` (fraction of ``phi_t < 0``),
+    ``median_phi_null`` / ``negative_null`` (the same with step t's own update left out,
+    `own_update_removed`; the run's ``config`` gives its lr and momentum),
     ``significant`` (fraction with ``|phi_t| >= 10/sqrt(n)``, `gradient_statistics.significant_fraction`),
     ``dt_rises`` (fraction of steps on which the layer's ``D_t`` does not fall, the first step
     counted from ``D_t = 0``), ``dt_quarter`` (``D_t`` after the first quarter of the steps over
@@ -89,7 +137,13 @@ def phi_numbers(res: dict, layer: str) -> dict[str, float]:
     dt = layer_dt(res, layer)
     quarter = max(1, int(np.ceil(len(dt) / 4)))
     finite = phi[np.isfinite(phi)]
+    cfg = res["config"]
+    null = own_update_removed(phi, fg["dist"], fg["grad_norm"], fg["step"],
+                              max(fg["epoch_end_step"].values()), float(cfg["lr"]),
+                              float(cfg["momentum"]) if cfg["optimizer"] == "sgdm" else 0.0)
     return {"median_phi": float(np.median(finite)), "negative": float(np.mean(finite < 0)),
+            "median_phi_null": float(np.nanmedian(null)),
+            "negative_null": float(np.nanmean(null[np.isfinite(null)] < 0)),
             "significant": gradient_statistics.significant_fraction(phi, fg["n"]),
             "dt_rises": float(np.mean(np.diff(np.r_[0.0, dt]) >= 0)),
             "dt_quarter": float(dt[quarter - 1] / dt[-1]),
@@ -197,14 +251,6 @@ def gc_numbers(gc: pd.DataFrame, random_scale: float) -> dict:
 def mean_curve(results: Sequence[dict]) -> np.ndarray:
     """The seed-mean held-out loss after every epoch (NaN-mean over the runs)."""
     return np.nanmean(np.stack([held_out_loss(r) for r in results]), 0)
-
-
-def crossover_order_holds(crossovers: Sequence[int | None]) -> bool:
-    """Fig 4.10's order claim on the crossover epochs of the batch sizes, largest batch first
-    (None: no crossover within the run, later than any epoch): at least one crossover, and
-    none later for a smaller batch."""
-    order = [np.inf if c is None else c for c in crossovers]
-    return bool(np.isfinite(order).any() and order == sorted(order, reverse=True))
 
 
 # ----------------------------------------------------------------------------- fig 4.16

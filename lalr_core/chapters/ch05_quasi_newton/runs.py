@@ -76,12 +76,14 @@ def fig410_early_steps(s: Settings) -> int:
     return math.ceil(fig410_train_size(s) / s.bs_batch_sizes[-1])
 
 
-def fig410_runs(s: Settings) -> dict[tuple[str, int, int], RunConfig]:
+def fig410_runs(s: Settings, lr: float | None = None) -> dict[tuple[str, int, int], RunConfig]:
     """Fig 4.10: ``(arm, batch size, seed) -> config``, plain SGD and QN (gamma as app. E.4) at
-    ``bs_lr``, no weight decay (E.4), ``fig410_epochs`` epochs."""
+    ``lr`` (default ``bs_lr``; ``bs_source_lr`` for the check at the caption's lr), no weight
+    decay (E.4), ``fig410_epochs`` epochs."""
+    lr = s.bs_lr if lr is None else lr
     return {(arm, bs, seed): RunConfig(
         dataset=s.bs_dataset, synthetic=s.synthetic, n_train=s.bs_n_train, n_val=0,
-        n_test=s.n_test, model=s.bs_model, width=s.bs_width, optimizer=arm, lr=s.bs_lr,
+        n_test=s.n_test, model=s.bs_model, width=s.bs_width, optimizer=arm, lr=lr,
         momentum=0.0, wd=0.0, batch_size=bs, epochs=fig410_epochs(s, bs), seed=seed,
         optimizer_params=(("gamma", s.gamma),) if arm == QN else ())
         for bs in s.bs_batch_sizes for seed in range(s.bs_seeds) for arm in ARMS}
@@ -210,7 +212,8 @@ def section_runs(s: Settings) -> Sections:
     carried = {c: cb for c, cb in probes.values()}
     fig46 = [*fig46_runs(s).values(), *fig46_runs(s, s.diverge_lr).values()]
     tables = list(table_runs(s).values())
-    fig410 = list(fig410_runs(s).values())
+    fig410 = list(dict.fromkeys([*fig410_runs(s).values(),
+                                 *fig410_runs(s, s.bs_source_lr).values()]))
     fig420 = list(fig420_runs(s).values())
     pairs = list(dict.fromkeys((c, json.dumps(cb, sort_keys=True, default=str))
                                for c, cb in probes.values()))

@@ -16,16 +16,20 @@ layers' weights, so its second derivatives across layers are not zero), and Newt
 ``-H^-1 g`` (app. A2 prints it without the minus sign).
 
 The package: ``settings`` (`Settings`, ``PROFILES``), ``experiments`` (one function per toy and
-one per check's numbers), ``quotes`` (the notes' sentences). No network is trained through the
+one per check's numbers), ``claims`` (``CLAIMS``: each check as data, claim test or sanity
+check), ``findings`` (one function per experiment, its numbers to `Finding` objects),
+``quotes`` (the notes' sentences). No network is trained through the
 shared loop, so ``CHAPTER`` has no sections.
 """
 
+from lalr_core.chapters.ch05b_newton_natural_gradient.claims import CLAIMS
 from lalr_core.chapters.ch05b_newton_natural_gradient.experiments import (
     E9_EXPECTED,
     E9_FACTOR,
     E9_TOL,
     E10_ACTIVATIONS,
     E11_GD_STEPS,
+    E11_PROBIT_GD_STEPS,
     E11_SCALES,
     E11_TOL,
     E12_GRADIENT,
@@ -41,6 +45,8 @@ from lalr_core.chapters.ch05b_newton_natural_gradient.experiments import (
     e10_numbers,
     e10_runs,
     e11_numbers,
+    e11_probit_numbers,
+    e11_probit_runs,
     e11_runs,
     e12_numbers,
     e12_saddle_runs,
@@ -52,6 +58,14 @@ from lalr_core.chapters.ch05b_newton_natural_gradient.experiments import (
     rosenbrock_hessian_eigenvalues,
     within_factor,
 )
+from lalr_core.chapters.ch05b_newton_natural_gradient.findings import (
+    e9_findings,
+    e10_findings,
+    e11_findings,
+    e12_findings,
+    e15_findings,
+    faster_by,
+)
 from lalr_core.chapters.ch05b_newton_natural_gradient.quotes import QUOTES
 from lalr_core.chapters.ch05b_newton_natural_gradient.settings import PROFILES, Settings
 from lalr_core.core.runs.chapter import Chapter
@@ -60,11 +74,48 @@ CHAPTER = Chapter(id="05b", title="Newton, Gauss-Newton, natural gradient, saddl
                   "sharpness on toys", profiles=PROFILES)
 
 __all__ = [
-    "CHAPTER", "E9_EXPECTED", "E9_FACTOR", "E9_TOL", "E10_ACTIVATIONS", "E11_GD_STEPS", "E11_SCALES",
-    "E11_TOL", "E12_GRADIENT", "E12_METHODS", "E12_QUADRATICS", "E15_ARMS", "E15_BATCHES",
-    "E15_EPOCHS", "E15_EXAMPLES", "PROFILES", "QUOTES", "Settings", "damping_limit_error",
-    "damping_path", "e9_paths", "e10_numbers", "e10_runs", "e11_numbers", "e11_runs",
-    "e12_numbers", "e12_saddle_runs", "e15_runs", "e15_sharpness", "ng_much_faster",
-    "rosenbrock_grid", "rosenbrock_hessian_det", "rosenbrock_hessian_eigenvalues",
+    "CHAPTER",
+    "CLAIMS",
+    "E9_EXPECTED",
+    "E9_FACTOR",
+    "E9_TOL",
+    "E10_ACTIVATIONS",
+    "E11_GD_STEPS",
+    "E11_PROBIT_GD_STEPS",
+    "E11_SCALES",
+    "E11_TOL",
+    "E12_GRADIENT",
+    "E12_METHODS",
+    "E12_QUADRATICS",
+    "E15_ARMS",
+    "E15_BATCHES",
+    "E15_EPOCHS",
+    "E15_EXAMPLES",
+    "PROFILES",
+    "QUOTES",
+    "Settings",
+    "damping_limit_error",
+    "damping_path",
+    "e9_findings",
+    "e9_paths",
+    "e10_findings",
+    "e10_numbers",
+    "e10_runs",
+    "e11_findings",
+    "e11_numbers",
+    "e11_probit_numbers",
+    "e11_probit_runs",
+    "e11_runs",
+    "e12_findings",
+    "e12_numbers",
+    "e12_saddle_runs",
+    "e15_findings",
+    "e15_runs",
+    "e15_sharpness",
+    "faster_by",
+    "ng_much_faster",
+    "rosenbrock_grid",
+    "rosenbrock_hessian_det",
+    "rosenbrock_hessian_eigenvalues",
     "within_factor",
 ]

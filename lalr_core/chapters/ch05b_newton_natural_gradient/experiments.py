@@ -15,7 +15,8 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 import torch
-from scipy.stats import spearmanr
+from scipy.special import log_ndtr, ndtr
+from scipy.stats import norm, spearmanr
 
 from lalr_core.methods.curvature import second_order_toys as toys
 from lalr_core.methods.curvature import test_functions
@@ -230,3 +231,96 @@ def e15_runs(seeds: Sequence[int], epochs: int = E15_EPOCHS, n: int = E15_EXAMPL
 def e15_sharpness(runs: pd.DataFrame) -> pd.DataFrame:
     """``lambda_max`` per seed (rows) and arm (columns)."""
     return runs.pivot(index="seed", columns="arm", values="lambda_max")
+
+
+# ----------------------------------------------------------------------------- E11: probit
+# For logistic regression (the canonical link) the true Fisher equals the Hessian, so the
+# natural gradient there is Newton's method. Probit regression, p = Phi(w . x), is the nearest
+# model where the two differ: its Fisher weight phi(z)^2 / (Phi(z) Phi(-z)) is not the Hessian's
+# (which depends on the labels), so NG is Fisher scoring, not Newton.
+def probit_data(n: int = 400, scales: Sequence[float] = E11_SCALES, seed: int = 0):
+    """Anisotropic features ``X = Z diag(scales)``, ``Z ~ N(0, I)``, labels ``~ Bernoulli(
+    Phi(Z w*))`` with ``w* = (1.5, -1, 0.5)`` (non-separable, finite optimum)."""
+    rng = np.random.default_rng(seed)
+    d = len(scales)
+    Z = rng.standard_normal((n, d))
+    w_true = np.resize(np.array([1.5, -1.0, 0.5]), d)
+    y = (rng.random(n) < ndtr(Z @ w_true)).astype(np.float64)
+    return Z * np.asarray(scales, dtype=np.float64), y
+
+
+def _mills(z):
+    """``phi(z) / Phi(z)``, stable for large ``|z|``."""
+    return np.exp(norm.logpdf(z) - log_ndtr(z))
+
+
+def probit_loss(w, X, y) -> float:
+    """Mean negative log-likelihood ``-[y log Phi(z) + (1 - y) log Phi(-z)]``, ``z = X w``."""
+    z = X @ w
+    return float(-np.mean(y * log_ndtr(z) + (1 - y) * log_ndtr(-z)))
+
+
+def probit_grad(w, X, y) -> np.ndarray:
+    z = X @ w
+    dz = -y * _mills(z) + (1 - y) * _mills(-z)
+    return X.T @ dz / len(y)
+
+
+def probit_fisher(w, X) -> np.ndarray:
+    """The true Fisher ``E_x[phi(z)^2 / (Phi(z) Phi(-z)) x x^T]`` (labels from the model)."""
+    z = X @ w
+    weight = np.exp(2 * norm.logpdf(z) - log_ndtr(z) - log_ndtr(-z))
+    return (X * weight[:, None]).T @ X / len(X)
+
+
+def probit_hessian(w, X, y) -> np.ndarray:
+    """The Hessian of `probit_loss`: weight ``m(z) (z + m(z))`` for ``y = 1`` and
+    ``m(-z) (m(-z) - z)`` for ``y = 0``, ``m`` the inverse Mills ratio."""
+    z = X @ w
+    m1, m0 = _mills(z), _mills(-z)
+    weight = y * m1 * (z + m1) + (1 - y) * m0 * (m0 - z)
+    return (X * weight[:, None]).T @ X / len(X)
+
+
+def fit_probit(X, y, method: str, *, steps: int, lr: float = 1.0, damping: float = 0.0
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """``(losses (steps + 1,), final w)`` of ``"gd"`` or ``"ng"`` (true Fisher + damping I,
+    i.e. Fisher scoring), the step ``lr`` times the direction, from ``w = 0``."""
+    if method not in ("gd", "ng"):
+        raise ValueError(f"method must be 'gd' or 'ng', got {method!r}")
+    w = np.zeros(X.shape[1])
+    losses = np.empty(steps + 1)
+    losses[0] = probit_loss(w, X, y)
+    for t in range(1, steps + 1):
+        g = probit_grad(w, X, y)
+        d = g if method == "gd" else np.linalg.solve(
+            probit_fisher(w, X) + damping * np.eye(len(w)), g)
+        w = w - lr * d
+        losses[t] = probit_loss(w, X, y)
+    return losses, w
+
+
+E11_PROBIT_GD_STEPS = 2000   # enough to see a 100-fold gap to NG's few iterations
+
+
+def e11_probit_runs(n: int = 400, scales: Sequence[float] = E11_SCALES, seed: int = 0,
+                    gd_steps: int = E11_PROBIT_GD_STEPS) -> dict:
+    """Probit regression on ``n`` points with feature scales ``scales``: ``curves`` of GD at
+    ``1 / L`` (``L = lambda_max(X^T X) / n``: the probit loss's second derivative in ``z`` is
+    at most 1) and of NG with the true Fisher (damping 1e-8), and ``fisher_gap``, ``||F -
+    H||_F / ||H||_F`` at NG's final weights (0 for logistic regression)."""
+    X, y = probit_data(n, scales, seed)
+    lr = len(X) / float(np.linalg.eigvalsh(X.T @ X)[-1])
+    gd, _ = fit_probit(X, y, "gd", steps=gd_steps, lr=lr)
+    ng, w = fit_probit(X, y, "ng", steps=60, damping=1e-8)
+    H, F_ = probit_hessian(w, X, y), probit_fisher(w, X)
+    return {"curves": {"GD (1/L)": gd, "NG (true Fisher)": ng}, "gd_steps": gd_steps,
+            "fisher_gap": float(np.linalg.norm(F_ - H) / np.linalg.norm(H))}
+
+
+def e11_probit_numbers(runs: Mapping, tol: float = E11_TOL) -> dict:
+    """``best`` (the lowest loss of either run) and ``iters`` (per curve, the first iteration
+    within ``tol`` of it; None: not reached)."""
+    best = min(v.min() for v in runs["curves"].values())
+    return {"best": best,
+            "iters": {k: toys.first_below(v - best, tol) for k, v in runs["curves"].items()}}

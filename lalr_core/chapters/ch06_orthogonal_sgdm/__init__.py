@@ -5,7 +5,9 @@ and the summaries the notebook reads.
 ``quick`` = our reduction on Fashion-MNIST, ``smoke`` = the same code on
 synthetic data in seconds); ``runs`` the builders that turn settings into ``RunConfig`` lists,
 section by section; ``summaries`` the tables and the source's numbers; ``verdicts`` the
-intervals behind each check and how a claim over several models combines them. ``CHAPTER``
+intervals behind each check and how a claim over several models combines them; ``claims`` the
+checks as data (claim tests and sanity checks, the source's sentences and effects) and
+``findings`` one function per source item that judges them. ``CHAPTER``
 ties them together (``CHAPTER.all_runs(settings)`` is the one sweep of every section).
 """
 

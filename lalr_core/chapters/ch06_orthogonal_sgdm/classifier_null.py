@@ -316,3 +316,41 @@ def null_accuracy(cfgs: Sequence[RunConfig], results: Sequence[dict],
                      "tolerance": tol,
                      "drop_minus_ns": ns.text() if ns is not None else ""})
     return pd.DataFrame(rows), evidence
+
+
+def reading(summary: pd.DataFrame) -> str:
+    """What `probe_summary`'s table shows, one Markdown paragraph per model, from this run's
+    numbers: float64 SGDM (is the completion invisible?), float64 Adam (how far the logits
+    part), float32 SGDM complete vs the rounding-only control (how far each parts from drop)."""
+    lines = []
+    for model, d in summary.groupby(level="model", sort=False):
+        d = d.droplevel("model")
+
+        def cell(precision, optimizer, run, col, d=d):
+            key = (precision, optimizer, run)
+            return float(d.loc[key, col]) if key in d.index else float("nan")
+
+        sgdm = d.loc[("float64", "sgdm", "complete")] if ("float64", "sgdm", "complete") in \
+            d.index else None
+        text = f"**{model}.** "
+        if sgdm is not None:
+            text += ("In float64 under SGDM the classifiers of complete and drop differ by up to "
+                     f"{sgdm['classifier_diff']:.1e} while the largest difference the network "
+                     f"can see is {max(sgdm[c] for c in ('visible_diff', 'logit_diff', 'loss_diff')):.1e}"
+                     f" ({'invisible' if sgdm['invisible'] else 'not invisible'} at "
+                     f"{IDENTITY_TOL:g}). ")
+        adam = cell("float64", "adam", "complete", "logit_diff")
+        if math.isfinite(adam):
+            text += f"Under Adam the logits part by up to {adam:.1e}. "
+        c32, k32 = (cell("float32", "sgdm", r, "logit_diff") for r in ("complete", "control"))
+        if math.isfinite(c32) and math.isfinite(k32):
+            same = k32 >= 0.1 * c32
+            text += (f"In float32, complete parts from drop by up to {c32:.1e} in the logits and the "
+                     f"rounding-only control by {k32:.1e}: "
+                     + ("rounding alone carries runs about as far apart, so accuracy differences "
+                        "between complete and drop are run-to-run spread of that kind, not an "
+                        "effect of the null direction." if same else
+                        "the control stays well below complete, so here the completed direction "
+                        "moves the float32 run beyond rounding alone."))
+        lines.append(text)
+    return "\n\n".join(lines)

@@ -192,13 +192,25 @@ class SymmetryProbe(_Probe):
     CPU), and ``theta_tau`` = the weights after the last step. ``pi`` permutes the output
     channels (filters) of ``theta_tau`` and is redrawn for every kept batch (our choice; the thesis does not say).
     ``result()``: dict with ``steps`` ``[T]``, ``phi`` and ``phi_perm`` ``[T, N_l]``, ``fan_in``.
+
+    The null of the own update: ``theta_t`` is kept *before* step ``t``, so ``theta_tau -
+    theta_t`` contains ``-lr g_t`` itself (and, under momentum ``beta``, its echo in the next
+    steps, weight ``beta^k`` after ``k`` steps), which pushes ``phi_t`` below 0 whatever the
+    rest of the trajectory does. With ``skip = k > 0`` (a multiple of ``every``) ``result()``
+    also has ``steps_ahead`` ``[T']``, ``phi_ahead = S_cos(theta_tau - theta_{t+k}, g_t)`` and
+    ``phi_perm_ahead = S_cos(pi theta_tau - theta_{t+k}, g_t)`` ``[T', N_l]`` (``pi`` the same
+    as batch ``t``'s), for the kept batches ``t`` whose ``t + k`` was kept too, and ``skip``:
+    the direction to the solution from where ``g_t``'s own step has (nearly) played out.
     """
 
     name = "symmetry"
 
-    def __init__(self, layer: str, every: int = 1, seed: int = 0):
+    def __init__(self, layer: str, every: int = 1, seed: int = 0, skip: int = 0):
         super().__init__(every)
-        self.layer, self.seed = layer, seed
+        if isinstance(skip, bool) or not isinstance(skip, int) or skip < 0 or skip % every:
+            raise ValueError(f"skip must be an int >= 0 and a multiple of every = {every}, "
+                             f"got {skip!r}")
+        self.layer, self.seed, self.skip = layer, seed, skip
         self.final: torch.Tensor | None = None
 
     def on_backward(self, model) -> None:
@@ -223,11 +235,23 @@ class SymmetryProbe(_Probe):
         if self.final is None or not self.records:
             raise RuntimeError("SymmetryProbe has no recorded batches or final weights")
         gen = torch.Generator().manual_seed(self.seed)
-        steps, phi, phi_perm = [], [], []
+        theta_at = {step: theta for step, theta, _ in self.records}
+        steps, phi, phi_perm, ahead = [], [], [], ([], [], [])
         for step, theta, grad in self.records:
             perm = torch.randperm(len(self.final), generator=gen)
             steps.append(step)
             phi.append(rowwise_cos(self.final - theta, grad).numpy())
             phi_perm.append(rowwise_cos(self.final[perm] - theta, grad).numpy())
-        return {"steps": np.array(steps), "phi": np.stack(phi), "phi_perm": np.stack(phi_perm),
-                "fan_in": int(self.final[0].numel())}
+            later = theta_at.get(step + self.skip) if self.skip else None
+            if later is not None:
+                ahead[0].append(step)
+                ahead[1].append(rowwise_cos(self.final - later, grad).numpy())
+                ahead[2].append(rowwise_cos(self.final[perm] - later, grad).numpy())
+        out = {"steps": np.array(steps), "phi": np.stack(phi), "phi_perm": np.stack(phi_perm),
+               "fan_in": int(self.final[0].numel())}
+        if self.skip:
+            n = len(self.final)
+            out |= {"skip": self.skip, "steps_ahead": np.array(ahead[0], dtype=int),
+                    "phi_ahead": np.stack(ahead[1]) if ahead[1] else np.empty((0, n)),
+                    "phi_perm_ahead": np.stack(ahead[2]) if ahead[2] else np.empty((0, n))}
+        return out

@@ -157,8 +157,8 @@ def section_runs(s: Settings) -> Sections:
     t54 = [c for cs in table54_configs(s).values() for c in cs]
     suite = suite_configs(s, ("sgdm", "orth_sgdm")) + \
         suite_configs(s, ("ns_orth_sgdm",), seeds=s.ns_seeds)
-    cos = [untuned(s, s.cos_model, v, lr=lr, epochs=s.cos_epochs)
-           for lr in s.cos_lrs for v in ("sgdm", "orth_sgdm")]
+    cos = [untuned(s, s.cos_model, v, seed=k, lr=lr, epochs=s.cos_epochs)
+           for lr in s.cos_lrs for v in ("sgdm", "orth_sgdm") for k in range(s.cos_seeds)]
     f514 = [untuned(s, s.f514_model, v, seed=k, batch_size=b, n_train=s.f514_n_train,
                     epochs=s.f514_epochs)
             for b in s.f514_batches for v in ("sgdm", "orth_sgdm") for k in range(s.f514_seeds)]
@@ -175,7 +175,8 @@ def section_runs(s: Settings) -> Sections:
     out = {k: (v, with_probes(s, v)) for k, v in sections.items()}
     out["fig5.10"] = (cos, [{"filter_cos": {"layers": list(s.cos_layers),
                                             "every": s.cos_every}}] * len(cos))
-    out["figI"] = (sym, [{"symmetry": {"layer": s.sym_layer, "every": s.sym_every}}] * len(sym))
+    out["figI"] = (sym, [{"symmetry": {"layer": s.sym_layer, "every": s.sym_every,
+                                       "skip": s.sym_skip}}] * len(sym))
     out["classifier_null"] = null_configs(s)
     return out
 

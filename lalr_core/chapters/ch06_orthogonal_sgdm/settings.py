@@ -96,6 +96,7 @@ class Settings(ChapterSettings):
     cos_lrs: tuple[float, float]
     cos_epochs: int
     cos_every: int            # steps between records
+    cos_seeds: int            # runs per (lr, optimiser), paired by seed (the source shows one)
     # Fig 5.12: representation similarity, probed during the seed-0 suite runs.
     rep_model: str            # one of suite_models
     rep_modules: tuple[str, ...]
@@ -122,6 +123,9 @@ class Settings(ChapterSettings):
     sym_epochs: int
     sym_every: int            # steps between records
     sym_seeds: int            # runs per model (the skip check pairs them by seed)
+    sym_skip: int             # steps k of the own-update null: phi from theta_{t+k}, by when
+                              # g_t's momentum echo has decayed to 0.9^k (< 1 % at k = 44);
+                              # a multiple of sym_every
     # Execution: parallel training processes and the sweep's executor.
     workers: int
     executor: str | None      # "local" or "ray" (pip install .[distributed])
@@ -158,7 +162,8 @@ class Settings(ChapterSettings):
                  "bt_window", "vae_steps", "vae_batch", "vae_lr", "vae_eval_every",
                  "unsup_seeds", "cos_lrs", "cos_epochs", "cos_every", "rep_every", "tdp_window",
                  "f514_batches", "f514_n_train", "f514_epochs", "f514_seeds", "f514_overtake",
-                 "f53_mark", "sym_epochs", "sym_every", "sym_seeds", "workers")
+                 "f53_mark", "sym_epochs", "sym_every", "sym_seeds", "sym_skip", "cos_seeds",
+                 "workers")
         for name in ("wd", "t51_sgdm_wd", "bt_wd", "bt_noise", "f57_eval_every"):
             if getattr(self, name) < 0:
                 raise ValueError(f"setting {name!r} must be >= 0, got {getattr(self, name)!r}")
@@ -177,6 +182,10 @@ class Settings(ChapterSettings):
         if len(self.thresholds) < 2 or any(t > 100 for t in self.thresholds):
             raise ValueError(f"setting 'thresholds' must be >= 2 percentages in (0, 100] (table "
                              f"5.2 checks the first two), got {self.thresholds!r}")
+        if self.sym_skip % self.sym_every:
+            raise ValueError(f"setting 'sym_skip' must be a multiple of sym_every = "
+                             f"{self.sym_every} (the probe keeps every sym_every-th step), "
+                             f"got {self.sym_skip}")
         if self.ns_seeds > self.seeds:
             raise ValueError(f"setting 'ns_seeds' must be <= seeds = {self.seeds} (each "
                              f"Newton-Schulz run is paired with an SVD run), got {self.ns_seeds}")
@@ -294,7 +303,8 @@ PROFILES: dict[str, Settings] = {
         n_val=64, n_test=64, augment=False, batch_size=64, epochs=2, seeds=1, ns_seeds=1,
         ablation_seeds=1, t51_epochs=2, t51_milestones=(1,), t51_seeds=1, t51_adam_lr=1e-3,
         t51_sgdm_wd=1e-3, thresholds=(20, 30, 40, 50, 60), t54_epochs=1, t54_seeds=1,
-        cos_epochs=1, cos_every=2, rep_every=2, sym_epochs=1, sym_every=1, f514_n_train=64,
+        cos_epochs=1, cos_every=2, cos_seeds=1, rep_every=2, sym_epochs=1, sym_every=1,
+        sym_skip=2, f514_n_train=64,
         f514_epochs=1, f514_seeds=1, f514_overtake=32, f53_mark=20, sym_seeds=1,
         f57_n_train=None, f57_n_val=64, f57_batch=64,
         f57_eval_every=2, bt_steps=6, bt_batch=64, vae_steps=30, vae_eval_every=10,
@@ -307,7 +317,8 @@ PROFILES: dict[str, Settings] = {
         n_val=2_000, n_test=2_000, augment=False, batch_size=256, epochs=8, seeds=3,
         ns_seeds=1, ablation_seeds=3, t51_epochs=10, t51_milestones=(6, 8), t51_seeds=3,
         t51_adam_lr=1e-3, t51_sgdm_wd=1e-3, thresholds=(60, 75, 80, 85, 88), t54_epochs=3,
-        t54_seeds=1, cos_epochs=3, cos_every=10, rep_every=10, sym_epochs=3, sym_every=1,
+        t54_seeds=1, cos_epochs=3, cos_every=10, cos_seeds=3, rep_every=10, sym_epochs=3,
+        sym_every=1, sym_skip=44,
         f514_n_train=4_000, f514_epochs=1, f514_seeds=3, f514_overtake=32, f53_mark=80,
         sym_seeds=3, f57_n_train=None, f57_n_val=5_000,
         f57_batch=1024, f57_eval_every=5, bt_steps=150, bt_batch=256, vae_steps=1500,
@@ -332,9 +343,9 @@ PROFILES: dict[str, Settings] = {
         tdp_model="resnet50_tv", tdp_layer="layer2.1.conv2",
         tdp_exact_model="basic_cnn_nobn", tdp_exact_layer="conv2",
         cos_model="resnet34_tv", cos_layers=("layer1.2.conv2", "layer4.1.conv1"),
-        cos_lrs=(1.0, 0.01), cos_epochs=100, cos_every=10,
+        cos_lrs=(1.0, 0.01), cos_epochs=100, cos_every=10, cos_seeds=3,
         sym_models=("basic_cnn", "basic_cnn_skip"), sym_layer="conv2", sym_epochs=100,
-        sym_every=5,
+        sym_every=5, sym_skip=45,
         f514_model="resnet20", f514_batches=(4, 32, 1024), f514_n_train=40_000,
         f514_epochs=100, f514_seeds=1, f514_overtake=32, f53_mark=50, sym_seeds=3,
         f57_model="resnet34_tv", f57_n_train=None, f57_n_val=5_000, f57_batch=1024,

@@ -19,7 +19,9 @@ class Settings(ChapterSettings):
 
     sigma_b2: float                     # the running example's bias variance (0.05: Schoenholz et al.'s)
     phases: tuple[float, ...]           # ordered / critical / chaotic sigma_w^2 at sigma_b2
-    quad_nodes: int                     # Gauss-Hermite nodes (planned: 101)
+    quad_nodes: int                     # Gauss-Hermite nodes per dimension of the 2-D c-map
+                                        # rule (planned: 101); the 1-D integrals (q*, chi_1)
+                                        # choose theirs from q (nngp.nodes_for)
     # E1: chi_1 over (sigma_w^2, sigma_b^2) in [0.5, 5] x [0, 2]
     e1_grid: tuple[int, ...]            # (n sigma_w^2, n sigma_b^2) (planned: 120 x 80)
     e1_width: int                       # the empirical cross-check's width (planned: 1000)
@@ -33,6 +35,8 @@ class Settings(ChapterSettings):
     e3_width: int                       # planned: 64
     e3_steps: int                       # planned: 100 SGD steps
     e3_lr: float
+    e3_seeds: int                       # seeds of the cells compared at equal depth (seed 0:
+                                        # the heatmap; seeds 1.. rerun only those depths)
     # E4: per-layer gradient norms at init
     e4_width: int                       # planned: 256
     e4_depth: int                       # planned: 50
@@ -64,7 +68,7 @@ class Settings(ChapterSettings):
     def check(self) -> None:
         """Reject values the notebook's cells cannot use (``ValueError``)."""
         positive(self, "phases", "quad_nodes", "e1_grid", "e1_width", "e2_width", "e2_depth",
-                 "e2_seeds", "e3_sigma_w2", "e3_depths", "e3_width", "e3_steps", "e3_lr",
+                 "e2_seeds", "e3_sigma_w2", "e3_depths", "e3_width", "e3_steps", "e3_lr", "e3_seeds",
                  "e4_width", "e4_depth", "e4_seeds", "e5_width", "e5_depth", "e5_points",
                  "e6_width", "e6_depth", "e6_draws", "e7_tokens", "e7_dim", "e7_heads",
                  "e7_depth", "e7_seeds", "e8_tokens", "e8_ks", "e8_seeds")
@@ -84,24 +88,25 @@ class Settings(ChapterSettings):
                              f"{self.e8_ks!r}")
 
 
-_COMMON = dict(sigma_b2=0.05, phases=(1.0, 1.76, 4.0), quad_nodes=101,
-               e3_sigma_w2=(1.0, 1.3, 1.76, 2.5, 4.0), e3_lr=5e-3, e3_width=64)
+_COMMON = {"sigma_b2": 0.05, "phases": (1.0, 1.76, 4.0), "quad_nodes": 101,
+           "e3_sigma_w2": (1.0, 1.3, 1.76, 2.5, 4.0), "e3_lr": 5e-3, "e3_width": 64}
 
 PROFILES: dict[str, Settings] = {
     "smoke": Settings(e1_grid=(12, 8), e1_width=200, e2_width=200, e2_depth=10, e2_seeds=2,
-                      e3_depths=(3, 10), e3_steps=20, e4_width=64, e4_depth=10, e4_seeds=2,
+                      e3_depths=(3, 30), e3_steps=20, e3_seeds=2, e4_width=64, e4_depth=10, e4_seeds=2,
                       e5_width=100, e5_depth=5, e5_points=100, e6_width=64, e6_depth=8,
                       e6_draws=1, e7_tokens=16, e7_dim=32, e7_heads=2, e7_depth=8, e7_seeds=2,
                       e8_tokens=128, e8_ks=(16, 64), e8_seeds=1, **_COMMON),
-    # The planned sizes (E3's heatmap: 5 x 5 cells of 100 steps, the planned 8 x 6 reduced).
+    # The planned sizes (E3's heatmap: 5 x 5 cells of 100 steps, the planned 8 x 6 reduced;
+    # seeds 1-2 rerun the depths 30, 60, 100 where cells lie on both sides of 6 xi_c: ~35 s).
     "quick": Settings(e1_grid=(120, 80), e1_width=1000, e2_width=1000, e2_depth=30, e2_seeds=5,
-                      e3_depths=(5, 15, 30, 60, 100), e3_steps=100, e4_width=256, e4_depth=50,
+                      e3_depths=(5, 15, 30, 60, 100), e3_steps=100, e3_seeds=3, e4_width=256, e4_depth=50,
                       e4_seeds=5, e5_width=500, e5_depth=15, e5_points=1000, e6_width=256,
                       e6_depth=32, e6_draws=2, e7_tokens=32, e7_dim=64, e7_heads=4, e7_depth=24,
                       e7_seeds=5, e8_tokens=512, e8_ks=(16, 32, 64, 128, 256), e8_seeds=4,
                       **_COMMON),
     "paper": Settings(e1_grid=(120, 80), e1_width=1000, e2_width=1000, e2_depth=30, e2_seeds=20,
-                      e3_depths=(5, 10, 20, 40, 60, 80, 100, 150), e3_steps=1000,
+                      e3_depths=(5, 10, 20, 40, 60, 80, 100, 150), e3_steps=1000, e3_seeds=5,
                       e4_width=256, e4_depth=50, e4_seeds=20, e5_width=500, e5_depth=15,
                       e5_points=1000, e6_width=512, e6_depth=32, e6_draws=5, e7_tokens=32,
                       e7_dim=64, e7_heads=4, e7_depth=128, e7_seeds=20, e8_tokens=512,

@@ -78,6 +78,14 @@ class Evidence:
                              f"[{self.low}, {self.high}]")
 
     @property
+    def half_width(self) -> float:
+        """Half the interval's width: the smallest effect (distance of the estimate from the
+        threshold) this interval can decide; ``inf`` without an interval."""
+        if not all(map(math.isfinite, (self.low, self.high))):
+            return math.inf
+        return (self.high - self.low) / 2
+
+    @property
     def verdict(self) -> str:
         """``PASS``, ``FAIL`` or ``INCONCLUSIVE`` (NaN anywhere: ``INCONCLUSIVE``)."""
         lo, hi, t = self.low, self.high, self.threshold
@@ -346,5 +354,38 @@ def rank_correlation(x: Sequence[float], y: Sequence[float], *, threshold: float
     rho = float(stats.spearmanr(a, b).statistic)
     z = math.atanh(min(max(rho, -0.999999), 0.999999))
     half = float(stats.norm.ppf(0.5 + CONFIDENCE / 2)) * math.sqrt((1 + rho ** 2 / 2) / (n - 3))
-    return Evidence(rho, math.tanh(z - half), math.tanh(z + half), threshold, side, n, None,
+    low, high = math.tanh(z - half), math.tanh(z + half)    # tanh(atanh(rho)) may round off rho
+    return Evidence(rho, min(low, rho), max(high, rho), threshold, side, n, None,
                     f"Spearman over {n} pairs, Fisher-z interval (Bonett-Wright)", unit="pair")
+
+
+def rank_correlation_by_seed(groups: Sequence[tuple[Sequence[float], Sequence[float]]], *,
+                             threshold: float = 0.0, side: str = "greater") -> Evidence:
+    """Evidence on Spearman's rho of pairs from several runs, with the run as the unit.
+
+    Pairs from one run (its epochs, its layers, its sweep over a setting) are not independent,
+    so `rank_correlation` over the pooled pairs would give too narrow an interval. Here each run
+    (``groups[i] = (x_i, y_i)``, one seed each) gives its own rho, and the estimate is their
+    mean with Student's t interval over runs (runs are independent; ``n - 1`` degrees of
+    freedom), clipped to [-1, 1]. A run with fewer than 3 finite pairs, or a constant side, has
+    no rho and is left out; fewer than 2 runs with a rho: an infinite interval.
+    """
+    rhos = []
+    for x, y in groups:
+        a, b = _values("x", x), _values("y", y)
+        if a.shape != b.shape:
+            raise ValueError(f"paired values need equal lengths, got {a.size} and {b.size}")
+        ok = np.isfinite(a) & np.isfinite(b)
+        a, b = a[ok], b[ok]
+        if a.size >= 3 and np.ptp(a) > 0 and np.ptp(b) > 0:
+            rhos.append(float(stats.spearmanr(a, b).statistic))
+    n_pairs = sum(np.isfinite(np.asarray(x, float)).sum() for x, _ in groups)
+    method = (f"mean of {len(rhos)} runs' Spearman rho ({n_pairs} pairs in all), t interval "
+              "over runs")
+    if not rhos:
+        return Evidence(math.nan, -math.inf, math.inf, threshold, side, 0, None,
+                        method + ": no run with a rho", unit="run")
+    mean, low, high = _t_interval(np.array(rhos))
+    low, high = max(low, -1.0), min(high, 1.0)
+    return Evidence(mean, min(low, mean), max(high, mean), threshold, side, len(rhos), None,
+                    method, unit="run")

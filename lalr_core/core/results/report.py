@@ -41,11 +41,21 @@ def _value(value) -> str:
 
 
 def _verdict_text(check: dict) -> str:
-    text = f"**{check['verdict']}** {check['claim']}"
+    verdict = check["verdict"]
+    if check.get("underpowered") and verdict == "INCONCLUSIVE":
+        verdict += " (underpowered at this profile)"
+    text = f"**{verdict}** {check['claim']}"
     if check.get("interval"):  # the estimate, its 95% interval and what it rests on
         ev = Evidence.from_record(check["interval"])
         rel = {"greater": ">", "less": "<", "within": "within ±"}[ev.side]
-        text += f" [{ev.text()}; claim {rel} {ev.threshold:g}]"
+        text += f" [{ev.text()}; claim {rel} {ev.threshold:g}"
+        if check.get("half_width") is not None:
+            text += f"; decides effects beyond ±{check['half_width']:.3g}"
+        if check.get("source_effect") is not None:
+            text += f"; source's effect {check['source_effect']:+.3g}"
+            if check.get("underpowered"):
+                text += ", underpowered at this profile"
+        text += "]"
     if check.get("detail"):
         text += f": {check['detail']}"
     if check.get("ours") is not None or check.get("source") is not None:
@@ -53,6 +63,11 @@ def _verdict_text(check: dict) -> str:
     if check.get("quote"):
         text += f" Source: “{check['quote']}”"
     return _cell(text)
+
+
+def check_kind_of(check: dict) -> str:
+    """A record's kind: ``claim``, ``sanity``, or ``unclassified`` (written before kinds)."""
+    return check.get("kind") or "unclassified"
 
 
 def _files(profile_dir: Path, chapter: str, item_id: str) -> dict[str, str]:
@@ -141,7 +156,10 @@ def _item_table(records: list[dict]) -> tuple[list[str], int]:
     for rec in records:
         links = [f"[{kind}]({rel})" for kind, rel in rec["files"].items()]
         present += bool(links)
-        verdicts = "<br>".join(_verdict_text(c) for c in rec["checks"]) or "no check"
+        claims = [c for c in rec["checks"] if check_kind_of(c) != "sanity"]
+        n_sanity = len(rec["checks"]) - len(claims)
+        verdicts = "<br>".join(_verdict_text(c) for c in claims) or (
+            f"no claim test ({n_sanity} sanity checks below)" if n_sanity else "no check")
         cells = [rec["chapter"], rec["item_id"], rec["kind"], rec["caption"],
                  " ".join(links) or "missing", rec["source_claim"], rec["source_numbers"]]
         lines.append("| " + " | ".join(_cell(c) for c in cells) + f" | {verdicts} |")
@@ -151,10 +169,50 @@ def _item_table(records: list[dict]) -> tuple[list[str], int]:
 def _other_checks(others: list[dict]) -> list[str]:
     if not others:
         return []
-    lines = ["", "## Other checks", "", "Checks for items not in the inventory.", "",
+    lines = ["", "## Other checks", "", "Claim tests for items not in the inventory.", "",
              "| chapter | item | check |", "|---|---|---|"]
     for c in others:
         lines.append(f"| {_cell(c['chapter'])} | {_cell(c['item_id'])} | {_verdict_text(c)} |")
+    return lines
+
+
+def _sanity_section(sanity: list[dict]) -> list[str]:
+    if not sanity:
+        return []
+    held = sum(c.get("verdict") == "PASS" for c in sanity)
+    lines = ["", "## Sanity checks", "",
+             (f"{len(sanity)} checks that hold by construction or guard the code (identities, "
+              f"mechanics, bug demonstrations); {held} hold. They are not verdicts on the "
+              "sources."), "", "| chapter | item | check |", "|---|---|---|"]
+    for c in sanity:
+        lines.append(f"| {_cell(c['chapter'])} | {_cell(c['item_id'])} | {_verdict_text(c)} |")
+    return lines
+
+
+def verdict_counts(checks: list[dict]) -> list[str]:
+    """REPORT.md's count lines: claim tests by verdict (and how many of the INCONCLUSIVE are
+    underpowered), overall and per chapter; sanity checks and unclassified records apart."""
+    claims = [c for c in checks if check_kind_of(c) == "claim"]
+    sanity = [c for c in checks if check_kind_of(c) == "sanity"]
+    loose = [c for c in checks if check_kind_of(c) == "unclassified"]
+
+    def counts(cs):
+        n = Counter(c.get("verdict") for c in cs)
+        weak = sum(c.get("verdict") == "INCONCLUSIVE" and bool(c.get("underpowered")) for c in cs)
+        parts = [f"{n.get(v, 0)} {v}" + (f" ({weak} underpowered)" if v == "INCONCLUSIVE"
+                                            and weak else "") for v in _VERDICTS]
+        return ", ".join(parts)
+
+    lines = [f"- claim tests (the verdicts): {len(claims)}: {counts(claims)}"]
+    for ch in sorted({c["chapter"] for c in checks}):
+        mine = [c for c in claims if c["chapter"] == ch]
+        n_sanity = sum(c["chapter"] == ch for c in sanity)
+        lines.append(f"  - {ch}: {len(mine)} claim tests: {counts(mine)}; "
+                     f"{n_sanity} sanity checks")
+    held = sum(c.get("verdict") == "PASS" for c in sanity)
+    lines.append(f"- sanity checks (not verdicts): {len(sanity)}, {held} hold")
+    if loose:
+        lines.append(f"- unclassified checks (recorded without a kind): {len(loose)}")
     return lines
 
 
@@ -175,16 +233,11 @@ def _timings_section(timings: list[dict]) -> list[str]:
 def render_report(profile: str, profile_dir: Path, rows: list[dict]) -> str:
     """The text of ``REPORT.md`` for ``rows`` of the inventory and ``profile_dir``'s outputs."""
     checks = load_checks(profile_dir)
+    sanity = [c for c in checks if check_kind_of(c) == "sanity"]
+    judged = [c for c in checks if check_kind_of(c) != "sanity"]
     known = {(r["chapter"], r["item_id"]) for r in rows}
-    others = [c for c in checks if (c["chapter"], c["item_id"]) not in known]
+    others = [c for c in judged if (c["chapter"], c["item_id"]) not in known]
     table, present = _item_table(item_records(profile_dir, rows, checks))
-    counts = Counter(c.get("verdict") for c in checks)
-    per_chapter = sorted({c["chapter"] for c in checks})
-    chapter_counts = [
-        f"  - {ch}: " + ", ".join(f"{n} {v}" for v in _VERDICTS
-                                  if (n := sum(c["chapter"] == ch and c.get("verdict") == v
-                                               for c in checks)))
-        for ch in per_chapter]
     git = git_info()
     made_at = ", ".join(_sidecar_commits(profile_dir)) or "none"
     head = [
@@ -194,20 +247,22 @@ def render_report(profile: str, profile_dir: Path, rows: list[dict]) -> str:
         + (" (dirty)" if git["dirty"] else "") + f"; outputs made at commit(s): {made_at}.",
         "",
         f"- items: {len(rows)} in the inventory, {present} present, {len(rows) - present} missing",
-        f"- checks: {len(checks)} in all, "
-        + ", ".join(f"{counts.get(v, 0)} {v}" for v in _VERDICTS)
-        + f" ({len(others)} for items not in the inventory)",
-        *chapter_counts,
+        *verdict_counts(checks),
         "",
-        "PASS and FAIL: the evidence decides the claim (for comparisons of runs, the 95% "
-        "interval in brackets lies on one side of the claim's threshold); INCONCLUSIVE: the "
-        "interval covers the threshold; N/A: this setting cannot show the effect (the reason "
-        "follows).",
+        ("A claim test judges the source's claim, in the source's direction, against a null or "
+         "a control; a sanity check holds by construction and is listed apart. PASS and FAIL: "
+         "the evidence decides the claim (for comparisons of runs, the 95% interval in "
+         "brackets lies on one side of the claim's threshold); INCONCLUSIVE: the interval "
+         "covers the threshold (\"underpowered at this profile\": even the source's own effect "
+         "would lie within one half-width of the threshold); N/A: this setting cannot show the "
+         "effect (the reason follows). \"Decides effects beyond ±h\": the interval's "
+         "half-width h, the smallest effect this profile can decide."),
         "",
         "## Items",
         "",
     ]
-    body = table + _other_checks(others) + _timings_section(_load_timings(profile_dir))
+    body = (table + _other_checks(others) + _sanity_section(sanity)
+            + _timings_section(_load_timings(profile_dir)))
     return "\n".join(head + body) + "\n"
 
 

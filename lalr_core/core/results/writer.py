@@ -25,6 +25,7 @@ import pandas as pd
 from lalr_core.core import progress
 from lalr_core.core.atomic_io import atomic_write, atomic_write_text, canonical_json
 from lalr_core.core.loop.config import check_profile
+from lalr_core.core.results.claims import Claim, Finding, check_kind, underpowered
 from lalr_core.core.results.evidence import Evidence
 from lalr_core.core.results.inventory import inventory_count
 from lalr_core.core.results.provenance import git_info, provenance, repo_root, utc_timestamp
@@ -265,8 +266,9 @@ class FigureWriter:
         """All check records of this chapter and profile, in the order first recorded."""
         return read_checks(self.checks_path)
 
-    def check(self, item_id: str, claim: str, passed, *, detail: str = "", ours=None,
-              source=None, quote: str = "", name_method: bool = False) -> dict:
+    def check(self, item_id: str, claim: str, passed, *, kind: str, detail: str = "",
+              ours=None, source=None, quote: str = "", name_method: bool = False,
+              source_effect: float | None = None) -> dict:
         """Record whether the source's ``claim`` held for ``item_id``; never raises on FAIL.
 
         Re-running with the same ``(item_id, claim)`` replaces the earlier record, so a
@@ -275,6 +277,9 @@ class FigureWriter:
         Args:
             item_id: the source's item, e.g. ``"fig3.11"``.
             claim: the claim tested, one line (e.g. "psi tracks 1/sqrt(t) within 5%").
+            kind: ``"claim"`` (a claim test: the source's claim judged against a null or a
+                control, able to FAIL) or ``"sanity"`` (holds by construction; not counted as
+                a verdict). See `lalr_core.core.results.claims`.
             passed: ``True`` (PASS), ``False`` (FAIL), ``None`` (N/A: not testable here),
                 or an `lalr_core.core.results.evidence.Evidence`, whose interval decides PASS, FAIL
                 or INCONCLUSIVE and is stored with the record (``interval``). Use evidence
@@ -287,6 +292,9 @@ class FigureWriter:
             name_method: append the evidence's ``method`` (which interval, or which part of a
                 claim over several parts decided it) to ``detail``; REPORT.md prints the
                 interval itself, not how it was made.
+            source_effect: the source's own effect in the estimate's unit, if it reports
+                one; stored with the interval's half-width (the smallest effect this profile
+                can decide), and the record says whether the profile is underpowered for it.
 
         Returns:
             The stored record (``verdict`` is one of `lalr_core.core.results.evidence.VERDICTS`;
@@ -297,13 +305,19 @@ class FigureWriter:
                 ``None`` without ``detail``, or non-JSON ``ours``/``source``.
         """
         validate_item_id(item_id)
+        check_kind(kind)
         if not isinstance(claim, str) or not claim.strip():
             raise ValueError(f"claim must be a non-empty string, got {claim!r}")
+        if source_effect is not None and not math.isfinite(source_effect):
+            raise ValueError(f"source_effect must be a finite number, got {source_effect!r}")
         if name_method and isinstance(passed, Evidence):
             detail = "; ".join(x for x in (str(detail), passed.method) if x)
-        interval = None
+        interval, power = None, {}
         if isinstance(passed, Evidence):
             interval, verdict = passed.as_record(), passed.verdict
+            power = {"half_width": passed.half_width if math.isfinite(passed.half_width)
+                     else None,
+                     "underpowered": underpowered(passed, source_effect)}
             passed = {"PASS": True, "FAIL": False}.get(verdict)
         else:
             if isinstance(passed, np.bool_):
@@ -314,8 +328,9 @@ class FigureWriter:
                 raise ValueError("passed=None (N/A) needs a detail saying why")
             verdict = {True: "PASS", False: "FAIL", None: "N/A"}[passed]
         record = {
-            "item_id": item_id, "claim": claim, "verdict": verdict, "passed": passed,
-            "detail": str(detail), "ours": ours, "source": source, "interval": interval,
+            "item_id": item_id, "claim": claim, "kind": kind, "verdict": verdict,
+            "passed": passed, "detail": str(detail), "ours": ours, "source": source,
+            "interval": interval, "source_effect": source_effect, **power,
             "quote": str(quote),
             "chapter": self.chapter, "notebook": self.notebook, "profile": self.profile,
             **git_info(), "timestamp_utc": utc_timestamp(),
@@ -331,12 +346,27 @@ class FigureWriter:
         atomic_write_text(self.checks_path, json.dumps(records, indent=2) + "\n")
         return record
 
-    def check_claim(self, claim, passed, *, detail: str = "", **kwargs) -> dict:
-        """`check` of a claim kept as data: an object with ``id`` (the item), ``text`` (what
-        is tested) and ``quote`` (the source's sentence), e.g. a chapter's ``CLAIMS[id]``; the
-        evidence's method is named in the detail."""
-        return self.check(claim.id, claim.text, passed, detail=detail, quote=claim.quote,
-                          name_method=True, **kwargs)
+    def check_claim(self, claim: Claim, passed, *, detail: str = "", **kwargs) -> dict:
+        """`check` of a claim kept as data (`lalr_core.core.results.claims.Claim`): its item,
+        text, kind, quote and source effect come from ``claim``; the evidence's method is
+        named in the detail.
+
+        Raises:
+            ValueError: evidence judged against another threshold or side than the claim's.
+        """
+        if isinstance(passed, Evidence) and claim.side is not None and (
+                passed.side, passed.threshold) != (claim.side, claim.threshold):
+            raise ValueError(
+                f"claim {claim.id} is judged {claim.side} {claim.threshold}, but its evidence "
+                f"is judged {passed.side} {passed.threshold}: use claim.judge(evidence)")
+        return self.check(claim.item, claim.text, passed, kind=claim.kind, detail=detail,
+                          quote=claim.quote, name_method=True,
+                          source_effect=claim.source_effect, **kwargs)
+
+    def record(self, claim: Claim, finding: Finding, **kwargs) -> dict:
+        """Record ``finding`` (what a claim's function found) as ``claim``'s check."""
+        return self.check_claim(claim, finding.evidence, detail=finding.detail,
+                                ours=finding.ours, **kwargs)
 
 
 def read_checks(path) -> list[dict]:

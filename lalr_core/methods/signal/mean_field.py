@@ -22,6 +22,14 @@ Conventions are `nngp`'s: weights ``N(0, sigma_w2 / fan_in)``, biases ``N(0, sig
 Gauss-Hermite with the normalised measure ``Dz`` (the notes' ``e^(-z^2)`` is an erratum).
 Everything is float64 numpy.
 
+Quadrature: ``nodes`` is the 1-D rule of ``q*``, ``chi_1`` and ``mu_k``; None (the default)
+chooses it from the largest length the q-map can visit (`nngp.nodes_for` of
+`nngp.length_bound`), ~1e-12 on ``chi_1``. A fixed 101-node rule put the critical
+``sigma_w2`` at ``sigma_b2 = 2`` at 4.2611 where adaptive quadrature gives 4.2664, and
+``chi_1`` on E1's grid off by up to 1.7e-3. ``cmap_nodes`` is the 2-D rule of the c-map
+(``c*``, ``chi_c``), fixed (cost ``cmap_nodes^2`` per point); its ``C(1) = 1`` is exact
+because both of its integrals use it.
+
 One module (over 400 lines) on purpose: every quantity here is a function of the same fixed
 points and maps at ``(sigma_w2, sigma_b2)``.
 """
@@ -73,18 +81,22 @@ def _check_activation(activation, derivative) -> None:
 
 # ----------------------------------------------------------------------------- q* on a grid
 def _fixed_points(activation, sw: np.ndarray, sb: np.ndarray, *, q0: float = 1.0,
-                  tol: float = TOL, max_iter: int = MAX_ITER, nodes: int = QUAD_NODES
+                  tol: float = TOL, max_iter: int = MAX_ITER, nodes: int | None = None
                   ) -> tuple[np.ndarray, np.ndarray]:
     """``q*`` at every ``(sw, sb)`` by iterating the q-map, vectorised, converged points frozen.
 
     ``V(q) = sb + sw E[phi(sqrt(q) z)^2]``: the expectation is nngp's `qmap` with unit weight
     and zero bias variance, so one quadrature serves every grid point. Iteration (not root
-    finding) lands on the stable fixed point, as `nngp.q_fixed_point`.
+    finding) lands on the stable fixed point, as `nngp.q_fixed_point`. ``nodes=None``: one
+    rule for the whole grid and iteration, `nngp.nodes_for` the largest `nngp.length_bound`.
 
     Returns:
         ``(q_star, converged)`` of the broadcast shape; ``q_star = inf`` where the length
         passed ``Q_MAX`` (divergent), the last iterate where ``max_iter`` ran out.
     """
+    if nodes is None:
+        nodes = nngp.nodes_for(nngp.length_bound(activation, np.max(sw, initial=0.0),
+                                                 np.max(sb, initial=0.0), q0))
     q = np.full(sw.shape, float(q0))
     active = np.ones(sw.shape, dtype=bool)
     converged = np.zeros(sw.shape, dtype=bool)
@@ -128,14 +140,14 @@ class PhaseGrid:
 
 
 def chi1_grid(activation: Activation, sigma_w2_grid, sigma_b2_grid, *, q0: float = 1.0,
-              tol: float = TOL, max_iter: int = MAX_ITER, nodes: int = QUAD_NODES,
+              tol: float = TOL, max_iter: int = MAX_ITER, nodes: int | None = None,
               derivative: Callable[[np.ndarray], np.ndarray] | None = None) -> PhaseGrid:
     """``chi_1`` at ``q*`` over the grid ``sigma_w2_grid x sigma_b2_grid`` (E1, Poole Fig. 2).
 
     ``q*`` per point by iterating the q-map from ``q0`` on the whole grid at once; then
-    ``chi_1 = sigma_w2 mu_1(q*)``. E1's 120 x 80 tanh grid at 101 nodes takes 0.7 s (measured,
-    2-core CPU). The ``chi_1 = 1`` contour is the critical line (`critical_sigma_w2` gives it
-    to ``1e-10``).
+    ``chi_1 = sigma_w2 mu_1(q*)``. E1's 120 x 80 tanh grid took 0.9 s at 101 nodes and takes
+    ~8 s at the ~950 nodes ``nodes=None`` chooses for it (measured, shared 2-core CPU). The
+    ``chi_1 = 1`` contour is the critical line (`critical_sigma_w2` gives it to ``1e-10``).
 
     Args:
         activation: ``"tanh"``, ``"erf"``, ``"relu"``, ``"linear"`` or a numpy callable.
@@ -144,7 +156,8 @@ def chi1_grid(activation: Activation, sigma_w2_grid, sigma_b2_grid, *, q0: float
         q0: the starting length (> 0).
         tol: relative stopping tolerance of the iteration.
         max_iter: iterations before a point is left unconverged (see `PhaseGrid.converged`).
-        nodes: Gauss-Hermite nodes.
+        nodes: Gauss-Hermite nodes of the 1-D rule; None: chosen from the lengths (module
+            docstring).
         derivative: ``phi'`` for a callable activation.
 
     Returns:
@@ -158,8 +171,11 @@ def chi1_grid(activation: Activation, sigma_w2_grid, sigma_b2_grid, *, q0: float
     _check_activation(activation, derivative)
     q0 = check_nonnegative(q0, "q0", positive=True)
     tol = check_nonnegative(tol, "tol", positive=True)
-    max_iter, nodes = check_int(max_iter, "max_iter", 1), check_int(nodes, "nodes", 2)
+    max_iter = check_int(max_iter, "max_iter", 1)
     sw, sb = np.meshgrid(sw1, sb1, indexing="ij")                         # (n_w, n_b)
+    if nodes is None:
+        nodes = nngp.nodes_for(nngp.length_bound(activation, sw1.max(), sb1.max(), q0))
+    nodes = check_int(nodes, "nodes", 2)
     q, conv = _fixed_points(activation, sw, sb, q0=q0, tol=tol, max_iter=max_iter,
                             nodes=nodes)
     finite = np.isfinite(q)
@@ -170,7 +186,7 @@ def chi1_grid(activation: Activation, sigma_w2_grid, sigma_b2_grid, *, q0: float
 
 
 # ----------------------------------------------------------------------------- critical line
-def _scalar_q_star(activation, sw: float, sb: float, nodes: int) -> float:
+def _scalar_q_star(activation, sw: float, sb: float, nodes: int | None) -> float:
     q, conv = _fixed_points(activation, np.array(sw), np.array(sb), nodes=nodes)
     if not conv:
         raise RuntimeError(f"the q-map did not converge at sigma_w2={sw}, sigma_b2={sb} "
@@ -179,7 +195,7 @@ def _scalar_q_star(activation, sw: float, sb: float, nodes: int) -> float:
 
 
 def critical_sigma_w2(activation: Activation, sigma_b2: float, *, xtol: float = 1e-10,
-                      nodes: int = QUAD_NODES,
+                      nodes: int | None = None,
                       derivative: Callable[[np.ndarray], np.ndarray] | None = None) -> float:
     """The ``sigma_w2`` with ``chi_1(q*) = 1`` at bias variance ``sigma_b2`` (the critical line).
 
@@ -187,15 +203,16 @@ def critical_sigma_w2(activation: Activation, sigma_b2: float, *, xtol: float = 
     bracket. Special cases: where ``chi_1`` does not depend on ``q`` (ReLU, linear) it is
     ``1 / mu_1`` (2 and 1); at ``sigma_b2 = 0`` with ``phi(0) = 0`` the stable length is
     ``q* = 0`` up to the transition, so it is ``1 / phi'(0)^2`` (tanh 1, erf ``pi / 4``). Our
-    reference values for tanh (computed independently while planning chapter 07, 101-node
-    quadrature; not in the notes): 1.424, 1.761, 1.986, 2.843, 3.443, 4.261 at ``sigma_b2`` =
-    0.01, 0.05, 0.1, 0.5, 1, 2 (Schoenholz et al. use 1.76 at 0.05).
+    reference values for tanh (adaptive quadrature and 301-node Gauss-Hermite agree to 1e-6;
+    not in the notes): 1.4242, 1.7610, 1.9861, 2.8432, 3.4432, 4.2664 at ``sigma_b2`` = 0.01,
+    0.05, 0.1, 0.5, 1, 2 (Schoenholz et al. use 1.76 at 0.05). An earlier table from a fixed
+    101-node rule had 4.261 at ``sigma_b2 = 2``.
 
     Args:
         activation: a name, or a numpy callable with ``derivative``.
         sigma_b2: bias variance >= 0.
         xtol: absolute tolerance on ``sigma_w2``.
-        nodes: Gauss-Hermite nodes.
+        nodes: Gauss-Hermite nodes of the 1-D rule; None: chosen from the lengths.
         derivative: ``phi'`` for a callable activation.
 
     Returns:
@@ -206,21 +223,28 @@ def critical_sigma_w2(activation: Activation, sigma_b2: float, *, xtol: float = 
             ``[0.01, 100]``.
     """
     sb = check_nonnegative(sigma_b2, "sigma_b2")
-    xtol, nodes = check_nonnegative(xtol, "xtol", positive=True), check_int(nodes, "nodes", 2)
+    xtol = check_nonnegative(xtol, "xtol", positive=True)
+    if nodes is not None:
+        nodes = check_int(nodes, "nodes", 2)
     _check_activation(activation, derivative)
 
     def mu1(q):
         return float(nngp.derivative_moment(q, activation, 1, derivative=derivative,
                                             nodes=nodes))
 
+    def mu1_fixed(q):
+        return float(nngp.derivative_moment(q, activation, 1, derivative=derivative,
+                                            nodes=nodes or QUAD_NODES))
+
     if isinstance(activation, str) and activation.lower() in ("relu", "linear"):
         return 1.0 / mu1(1.0)
-    if sb == 0 and float(nngp.qmap(0.0, activation, 1.0, 0.0, nodes=nodes)) == 0:
+    if sb == 0 and float(nngp.qmap(0.0, activation, 1.0, 0.0, nodes=nodes or 3)) == 0:
         return 1.0 / mu1(0.0)                  # chi_1 at q* = 0 is sigma_w2 phi'(0)^2
     scan = np.geomspace(0.01, 100.0, 81)
-    q, _ = _fixed_points(activation, scan, np.full_like(scan, sb), nodes=nodes)
+    # the scan only brackets the root: a fixed rule (a length-100 rule would cost 13 500 nodes)
+    q, _ = _fixed_points(activation, scan, np.full_like(scan, sb), nodes=nodes or QUAD_NODES)
     with np.errstate(invalid="ignore"):
-        excess = scan * np.array([mu1(v) if np.isfinite(v) else np.nan for v in q]) - 1
+        excess = scan * np.array([mu1_fixed(v) if np.isfinite(v) else np.nan for v in q]) - 1
     up = np.flatnonzero((excess[:-1] < 0) & (excess[1:] > 0))
     if up.size == 0:
         raise RuntimeError(f"chi_1 - 1 has no sign change for sigma_w2 in [0.01, 100] at "
@@ -230,21 +254,23 @@ def critical_sigma_w2(activation: Activation, sigma_b2: float, *, xtol: float = 
     def f(sw):
         return sw * mu1(_scalar_q_star(activation, sw, sb, nodes)) - 1
 
-    return float(optimize.brentq(f, scan[i], scan[i + 1], xtol=xtol))
+    lo, hi = scan[max(i - 1, 0)], scan[min(i + 2, scan.size - 1)]   # the scan's rule is coarser
+    return float(optimize.brentq(f, lo, hi, xtol=xtol))
 
 
 # ----------------------------------------------------------------------------- c*
 def _cmap_excess(c, q, activation, sw, sb, nodes) -> np.ndarray:
     """``C(c) - c`` at ``q*`` with broadcast variances: nngp's `cmap` (``q12' / V(q)``)
     written through `nngp.gaussian_product_expectation` so that every grid point has its own
-    ``sigma_w2, sigma_b2`` (nngp's maps take scalars)."""
+    ``sigma_w2, sigma_b2`` (nngp's maps take scalars). Both integrals use the same
+    ``nodes``-point rule, so ``C(1) = 1`` holds to rounding."""
     e12 = nngp.gaussian_product_expectation(q, q, c * q, activation, nodes=nodes)
     e11 = nngp.qmap(q, activation, 1.0, 0.0, nodes=nodes)
     return (sb + sw * e12) / (sb + sw * e11) - c
 
 
 def c_star(activation: Activation, sigma_w2, sigma_b2, *, q_star=None, tol: float = 1e-10,
-           nodes: int = QUAD_NODES,
+           nodes: int | None = None, cmap_nodes: int = QUAD_NODES,
            derivative: Callable[[np.ndarray], np.ndarray] | None = None) -> np.ndarray:
     """The stable fixed point ``c*`` of the c-map at ``q*``; broadcast over the variances.
 
@@ -260,7 +286,8 @@ def c_star(activation: Activation, sigma_w2, sigma_b2, *, q_star=None, tol: floa
         sigma_w2, sigma_b2: variances >= 0 (scalars or broadcastable arrays).
         q_star: the fixed lengths, broadcastable (e.g. `PhaseGrid.q_star`); computed if None.
         tol: bisection tolerance on ``c``.
-        nodes: Gauss-Hermite nodes (2-D rule: cost ``nodes^2`` per point and step).
+        nodes: the 1-D rule of ``q*`` and ``chi_1`` (None: from the lengths).
+        cmap_nodes: the 2-D rule of the c-map (cost ``cmap_nodes^2`` per point and step).
         derivative: ``phi'`` for a callable activation.
 
     Returns:
@@ -271,7 +298,10 @@ def c_star(activation: Activation, sigma_w2, sigma_b2, *, q_star=None, tol: floa
         RuntimeError: the q-map did not converge (``q_star`` not given).
     """
     sw, sb = _variance_arrays(sigma_w2, sigma_b2)
-    tol, nodes = check_nonnegative(tol, "tol", positive=True), check_int(nodes, "nodes", 2)
+    tol = check_nonnegative(tol, "tol", positive=True)
+    cmap_nodes = check_int(cmap_nodes, "cmap_nodes", 2)
+    if nodes is not None:
+        nodes = check_int(nodes, "nodes", 2)
     _check_activation(activation, derivative)
     if q_star is None:
         q, conv = _fixed_points(activation, sw, sb, nodes=nodes)
@@ -287,7 +317,7 @@ def c_star(activation: Activation, sigma_w2, sigma_b2, *, q_star=None, tol: floa
     out = np.ones(sw.shape)
     todo = chi > 1
     if todo.any():
-        args = (q[todo], activation, sw[todo], sb[todo], nodes)
+        args = (q[todo], activation, sw[todo], sb[todo], cmap_nodes)
         lo, hi = np.zeros(todo.sum()), np.ones(todo.sum())
         for _ in range(int(np.ceil(np.log2(1 / tol)))):
             mid = (lo + hi) / 2
@@ -327,19 +357,21 @@ def _xi(chi: float) -> float:
 
 
 def depth_scales(activation: Activation, sigma_w2: float, sigma_b2: float, *,
-                 nodes: int = QUAD_NODES,
+                 nodes: int | None = None, cmap_nodes: int = QUAD_NODES,
                  derivative: Callable[[np.ndarray], np.ndarray] | None = None) -> DepthScales:
     """Slopes of the q- and c-maps at their fixed points and the depth scales they set (E3).
 
     ``chi_q`` and (in the chaotic phase) ``chi_c`` are central differences of nngp's `qmap`
     and `cmap` (step ``1e-5`` relative; error ~1e-9). Our reference values for tanh
-    at ``sigma_b2 = 0.05`` (computed independently while planning, not in the notes): ``xi_q`` = 1.75, 1.68, 1.52, 1.18, 0.87 and ``xi_c`` = 3.6, 15.8,
-    ~1e3, 11.8, 7.0 at ``sigma_w2`` = 1, 1.5, 1.76, 2.5, 4.
+    at ``sigma_b2 = 0.05`` (computed independently while planning, not in the notes):
+    ``xi_q`` = 1.75, 1.68, 1.52, 1.18, 0.87 and ``xi_c`` = 3.6, 15.8, ~1e3, 11.8, 7.0 at
+    ``sigma_w2`` = 1, 1.5, 1.76, 2.5, 4.
 
     Args:
         activation: a name, or a numpy callable with ``derivative``.
         sigma_w2, sigma_b2: variances >= 0.
-        nodes: Gauss-Hermite nodes.
+        nodes: the 1-D rule (None: from the lengths; module docstring).
+        cmap_nodes: the 2-D rule of the c-map (``c*``, ``chi_c``).
         derivative: ``phi'`` for a callable activation.
 
     Returns:
@@ -349,7 +381,9 @@ def depth_scales(activation: Activation, sigma_w2: float, sigma_b2: float, *,
         ValueError: bad arguments. RuntimeError: the q-map did not converge.
     """
     sw, sb = check_nonnegative(sigma_w2, "sigma_w2"), check_nonnegative(sigma_b2, "sigma_b2")
-    nodes = check_int(nodes, "nodes", 2)
+    if nodes is not None:
+        nodes = check_int(nodes, "nodes", 2)
+    cmap_nodes = check_int(cmap_nodes, "cmap_nodes", 2)
     _check_activation(activation, derivative)
     q = _scalar_q_star(activation, sw, sb, nodes)
     chi = float(nngp.chi1(q, activation, sw, derivative=derivative, nodes=nodes))
@@ -360,12 +394,13 @@ def depth_scales(activation: Activation, sigma_w2: float, sigma_b2: float, *,
     if q == 0:
         c, chi_c = 1.0, chi
     else:
-        c = float(c_star(activation, sw, sb, q_star=q, nodes=nodes, derivative=derivative))
+        c = float(c_star(activation, sw, sb, q_star=q, nodes=nodes, cmap_nodes=cmap_nodes,
+                         derivative=derivative))
         if c == 1.0:
             chi_c = chi
         else:
             hc = min(1e-5, (1 - c) / 2)
-            f = nngp.cmap(np.array([c - hc, c + hc]), q, activation, sw, sb, nodes=nodes)
+            f = nngp.cmap(np.array([c - hc, c + hc]), q, activation, sw, sb, nodes=cmap_nodes)
             chi_c = float((f[1] - f[0]) / (2 * hc))
     return DepthScales(q, chi, c, chi_q, chi_c, _xi(chi_q), _xi(min(chi_c, 1.0)), _xi(chi))
 
@@ -382,7 +417,7 @@ def xi_c(activation: Activation, sigma_w2: float, sigma_b2: float, **kw) -> floa
 
 # ----------------------------------------------------------------------------- gradients
 def gradient_scaling(activation: Activation, sigma_w2: float, sigma_b2: float, depth: int, *,
-                     nodes: int = QUAD_NODES,
+                     nodes: int | None = None,
                      derivative: Callable[[np.ndarray], np.ndarray] | None = None
                      ) -> np.ndarray:
     """``q~^l / q~^L = chi_1^(L-l)``, ``l = 1..L``: the backward mean-field prediction (E4).
@@ -402,7 +437,9 @@ def gradient_scaling(activation: Activation, sigma_w2: float, sigma_b2: float, d
         ValueError: bad arguments. RuntimeError: the q-map did not converge.
     """
     sw, sb = check_nonnegative(sigma_w2, "sigma_w2"), check_nonnegative(sigma_b2, "sigma_b2")
-    depth, nodes = check_int(depth, "depth", 1), check_int(nodes, "nodes", 2)
+    depth = check_int(depth, "depth", 1)
+    if nodes is not None:
+        nodes = check_int(nodes, "nodes", 2)
     _check_activation(activation, derivative)
     q = _scalar_q_star(activation, sw, sb, nodes)
     chi = float(nngp.chi1(q, activation, sw, derivative=derivative, nodes=nodes))
@@ -412,7 +449,7 @@ def gradient_scaling(activation: Activation, sigma_w2: float, sigma_b2: float, d
 # ----------------------------------------------------------------------------- Jacobian
 def jacobian_spectrum_moments(activation: Activation, sigma_w2: float, sigma_b2: float,
                               depth: int, init: str = "gaussian", *, q=None,
-                              nodes: int = QUAD_NODES,
+                              nodes: int | None = None,
                               derivative: Callable[[np.ndarray], np.ndarray] | None = None
                               ) -> tuple[float, float]:
     """Mean and variance of ``lambda = sigma^2`` of ``J = prod_l D^l W^l`` (wide limit, E6).
@@ -440,7 +477,9 @@ def jacobian_spectrum_moments(activation: Activation, sigma_w2: float, sigma_b2:
         ValueError: bad arguments. RuntimeError: ``q`` is None and the q-map did not converge.
     """
     sw, sb = check_nonnegative(sigma_w2, "sigma_w2"), check_nonnegative(sigma_b2, "sigma_b2")
-    depth, nodes = check_int(depth, "depth", 1), check_int(nodes, "nodes", 2)
+    depth = check_int(depth, "depth", 1)
+    if nodes is not None:
+        nodes = check_int(nodes, "nodes", 2)
     if init not in INITS:
         raise ValueError(f"init must be one of {INITS}, got {init!r}")
     _check_activation(activation, derivative)

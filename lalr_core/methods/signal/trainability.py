@@ -8,8 +8,10 @@ depth scale of mean-field theory (`lalr_core.methods.signal.mean_field`), and fa
 small real task; its training accuracy after those steps is the cell's value.
 
 Scale of the test: Schoenholz et al. trained thousands of steps on MNIST / CIFAR-10; a grid of
-short runs can only show where training starts quickly, so the notebook reads the heatmap
-against the ``6 xi_c`` curve, not as a replication of their figure.
+short runs can only show where training starts quickly, so the heatmap is read against the
+``6 xi_c`` curve, not as a replication of their figure. Cells within ``6 xi_c`` are also the
+shallower ones, so chapter 07 compares cells at equal depth, over several ``seed`` offsets of
+`trainability_grid`.
 """
 
 from __future__ import annotations

@@ -25,6 +25,8 @@ import numpy as np
 import pandas as pd
 from scipy.stats import spearmanr
 
+from lalr_core.methods.layer_lr.lalr.schedule import scales
+
 CHANGED = ("eff_rank", "hist_entropy", "mean_cs", "mean_sv", "fro_norm")  # Delta per epoch
 CARRIED = ("rel_update", "update_norm", "grad_norm")                      # of the epoch itself
 
@@ -243,3 +245,32 @@ def loss_decreases(epochs: pd.DataFrame) -> pd.DataFrame:
     rows = [{"epoch": int(e), "loss_before": J[e], "loss_after": J[e + 1],
              "decrease": J[e] - J[e + 1]} for e in J.index if e + 1 in J.index]
     return pd.DataFrame(rows, columns=["epoch", "loss_before", "loss_after", "decrease"])
+
+
+RAW_COLUMNS = {"svd": "raw_svd", "ce": "raw_ce", "cs": "mean_cs"}   # diag column of each metric
+
+
+def uniform_table(diag: pd.DataFrame, order: Sequence[str] = ("svd", "ce", "cs"),
+                  cs_direction: str = "code", s_min: float = 0.0) -> pd.DataFrame:
+    """The scales LALR *would* have set in a run trained without it (a uniform-lr run, U),
+    from that run's own weights: chapter 01's null for X-L7 (L-C10, L-C11) and X-L12 (L-C22).
+
+    Row ``epoch = e`` of ``diag`` is the state after ``e`` epochs; LALR's rule
+    (`schedule.scales`, phase ``order[e % len(order)]``) applied to its raw metrics
+    (``raw_svd``, ``raw_ce``, ``mean_cs``) gives the scales of 0-based epoch ``e``, exactly
+    as LALR's callback table would, but the run trained every layer at the same lr. A claim
+    that LALR's top-scale layers change more than its bottom ones must beat this table's
+    terciles, whose layers differ only in where LALR's metrics rank them.
+
+    Returns:
+        LALR's table layout: ``epoch, layer, phase, svd, ce, cs, u, lr_scale``.
+    """
+    _need(diag, ("epoch", "layer", "position", *RAW_COLUMNS.values()), "diag")
+    rows = []
+    for epoch, at in diag.sort_values(["epoch", "position"]).groupby("epoch", sort=True):
+        phase = order[int(epoch) % len(order)]
+        raw = {m: at[c].to_numpy(float) for m, c in RAW_COLUMNS.items()}
+        u, s = scales(raw, phase, cs_direction, s_min)
+        rows.append(pd.DataFrame({"epoch": int(epoch), "layer": at["layer"].to_numpy(),
+                                  "phase": phase, **raw, "u": u, "lr_scale": s}))
+    return pd.concat(rows, ignore_index=True)

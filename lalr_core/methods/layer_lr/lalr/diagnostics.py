@@ -16,6 +16,9 @@ first step (epoch 0) and after every epoch, for every layer of LALR's ``"module"
   `metrics.weight_distributions`): the diagonal of its cross-entropy matrix;
 * ``mean_cs``: the layer's mean cosine similarity to the others, LALR's raw CS metric
   (`metrics.cs_metric`, its default variant);
+* ``raw_svd`` and ``raw_ce``: LALR's raw SVD and CE metrics (`metrics.svd_metric`,
+  `metrics.ce_metric`, default variants), so a run trained *without* LALR (U) has the scales
+  LALR would have given it (`analysis.uniform_table`: chapter 01's null of X-L7 and X-L12);
 * ``grad_norm``: the mean over the epoch's steps of ``||dL/dW||_F`` (raw gradients, before
   clipping; NaN at epoch 0);
 
@@ -47,12 +50,15 @@ from lalr_core.methods.layer_lr.lalr.grouping import layer_matrices
 from lalr_core.methods.layer_lr.lalr.metrics import (
     cross_entropy_matrix,
     cs_metric,
+    mean_off_diagonal,
     singular_values,
+    svd_metric,
     weight_distributions,
 )
 
 LAYER_COLUMNS = ("fro_norm", "update_norm", "rel_update", "eff_rank", "mean_sv",
-                 "hist_entropy", "mean_cs", "grad_norm")
+                 "hist_entropy", "mean_cs", "grad_norm", "raw_svd", "raw_ce")
+WEIGHT_COLUMNS = ("eff_rank", "mean_sv", "hist_entropy", "mean_cs", "raw_svd", "raw_ce")
 PROBE_N = 500        # X-L10 (our setting): probe fit on 500 train, scored on 500 val examples
 RIDGE_ALPHA = 1.0    # ridge penalty on standardised features (ours)
 
@@ -76,7 +82,8 @@ def effective_rank(s: torch.Tensor) -> float:
 
 
 def weight_diagnostics(weights: list[torch.Tensor]) -> dict[str, np.ndarray]:
-    """``fro_norm``, ``eff_rank``, ``mean_sv``, ``hist_entropy``, ``mean_cs`` of every matrix.
+    """``fro_norm``, ``eff_rank``, ``mean_sv``, ``hist_entropy``, ``mean_cs``, ``raw_svd``,
+    ``raw_ce`` of every matrix.
 
     Args:
         weights: `[m_l, n_l]` layer matrices, in layer order (the shared histogram bins and
@@ -91,14 +98,16 @@ def weight_diagnostics(weights: list[torch.Tensor]) -> dict[str, np.ndarray]:
         out = {"fro_norm": np.array([float(torch.linalg.matrix_norm(w.double()))
                                      for w in weights])}
         if not all(bool(torch.isfinite(w).all()) for w in weights):
-            return {**out, **{c: np.full(L, np.nan)
-                              for c in ("eff_rank", "mean_sv", "hist_entropy", "mean_cs")}}
+            return {**out, **{c: np.full(L, np.nan) for c in WEIGHT_COLUMNS}}
         svs = singular_values(weights)
         out["eff_rank"] = np.array([effective_rank(s) for s in svs])
         out["mean_sv"] = np.array([float(s.double().mean()) for s in svs])
         P = weight_distributions(weights, "hist")                      # (L, 64) as LALR's CE
-        out["hist_entropy"] = cross_entropy_matrix(P).diagonal().double().cpu().numpy()
+        C = cross_entropy_matrix(P)
+        out["hist_entropy"] = C.diagonal().double().cpu().numpy()
         out["mean_cs"] = cs_metric(weights)
+        out["raw_svd"] = svd_metric(weights)
+        out["raw_ce"] = mean_off_diagonal(C).double().cpu().numpy()     # = metrics.ce_metric
     return out
 
 

@@ -17,6 +17,7 @@ from torch import nn
 
 from lalr_core.core.loop.config import METHODS, MethodConfig
 from lalr_core.methods.layer_lr.lalr.grouping import check_grouping, param_groups
+from lalr_core.methods.layer_lr.lalr.metrics import CE_BINS, CE_EPS
 from lalr_core.methods.layer_lr.lalr.scaler import LALRCallback, LALRScaler
 from lalr_core.methods.layer_lr.lalr.schedule import PHASES, check_order
 
@@ -40,6 +41,8 @@ class LALR(MethodConfig):
         svd_variant: ``"rank_mean"`` (default), ``"top_Lminus1"`` or ``"all_mean"``.
         ce_variant: ``"hist"`` (default), ``"softmax_trunc"`` or ``"absnorm_trunc"``.
         cs_variant: ``"same_numel_else_trunc"`` (default) or ``"trunc_all"``.
+        ce_bins, ce_eps: the CE histogram's bins and the constant added before the log
+            (the source gives neither; defaults `metrics.CE_BINS`, `metrics.CE_EPS`).
         exclude: ``"module"`` grouping only: shell patterns of layer names kept at lr_t.
 
     Example:
@@ -58,6 +61,8 @@ class LALR(MethodConfig):
     ce_variant: str = "hist"
     cs_variant: str = "same_numel_else_trunc"
     exclude: tuple = ()
+    ce_bins: int = CE_BINS
+    ce_eps: float = CE_EPS
 
     def __post_init__(self):
         object.__setattr__(self, "order", check_order(self.order))
@@ -85,7 +90,7 @@ class LALR(MethodConfig):
         """A fresh `LALRScaler` with these settings."""
         return LALRScaler(self.order, self.recompute, self.cs_direction, self.s_min,
                           self.normalise, self.grouping, self.svd_variant, self.ce_variant,
-                          self.cs_variant)
+                          self.cs_variant, self.ce_bins, self.ce_eps)
 
     def param_groups(self, model: nn.Module, lr: float) -> list[dict]:
         return param_groups(model, lr, self.grouping, self.exclude)

@@ -29,6 +29,18 @@ CE_BINS = 64    # bins of the shared weight histogram (our choice; the source gi
 CE_EPS = 1e-8   # added to every bin / entry before the log, then renormalised (bug 12)
 
 
+def check_ce_choices(bins, eps) -> None:
+    """The CE distributions' open choices: ``bins`` an int >= 2, ``eps`` a number in (0, 1).
+
+    Raises:
+        ValueError: anything else.
+    """
+    if isinstance(bins, bool) or not isinstance(bins, int) or bins < 2:
+        raise ValueError(f"ce_bins must be an int >= 2, got {bins!r}")
+    if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not 0 < eps < 1:
+        raise ValueError(f"ce_eps must be a number in (0, 1), got {eps!r}")
+
+
 def _check_choice(name: str, value: str, choices: tuple[str, ...]) -> None:
     if value not in choices:
         raise ValueError(f"{name} must be one of {choices}, got {value!r}")
@@ -194,14 +206,19 @@ def cross_entropy_matrix(P: torch.Tensor) -> torch.Tensor:
     return -(P @ torch.log(P).T)                                              # (L, L)
 
 
-def ce_metric(weights, variant: str = "hist") -> np.ndarray:
+def ce_metric(weights, variant: str = "hist", bins: int = CE_BINS,
+              eps: float = CE_EPS) -> np.ndarray:
     """Raw CE metric per layer, ``M'_CE(i) = mean_{j != i} CE(p_i, p_j)`` (§2.2).
+
+    ``bins`` (``hist`` only) and ``eps`` are the choices the source leaves open
+    (`weight_distributions`).
 
     Returns:
         `[L]` float64 (NaN for a single layer).
     """
+    check_ce_choices(bins, eps)
     with torch.no_grad():
-        C = cross_entropy_matrix(weight_distributions(weights, variant))
+        C = cross_entropy_matrix(weight_distributions(weights, variant, bins, eps))
         return mean_off_diagonal(C).double().cpu().numpy()
 
 
@@ -252,10 +269,13 @@ def cs_metric(weights, variant: str = "same_numel_else_trunc") -> np.ndarray:
 
 # ----------------------------------------------------------------------------- all three
 def layer_metrics(weights, svd_variant: str = "rank_mean", ce_variant: str = "hist",
-                  cs_variant: str = "same_numel_else_trunc") -> dict[str, np.ndarray]:
+                  cs_variant: str = "same_numel_else_trunc", ce_bins: int = CE_BINS,
+                  ce_eps: float = CE_EPS) -> dict[str, np.ndarray]:
     """The three raw metrics of every layer, ``{"svd", "ce", "cs"}: [L] float64``.
 
     Weights only, under ``torch.no_grad`` (no gradient is read or built; claim L-C6).
+    ``ce_bins`` and ``ce_eps``: the CE distributions' histogram bins and constant
+    (`weight_distributions`; our defaults `CE_BINS`, `CE_EPS`).
     """
     for name, value, choices in (("svd_variant", svd_variant, SVD_VARIANTS),
                                  ("ce_variant", ce_variant, CE_VARIANTS),
@@ -264,5 +284,5 @@ def layer_metrics(weights, svd_variant: str = "rank_mean", ce_variant: str = "hi
     weights = _check_weights(weights)
     with torch.no_grad():
         return {"svd": svd_metric(weights, svd_variant),
-                "ce": ce_metric(weights, ce_variant),
+                "ce": ce_metric(weights, ce_variant, ce_bins, ce_eps),
                 "cs": cs_metric(weights, cs_variant)}

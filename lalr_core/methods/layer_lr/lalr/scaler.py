@@ -20,9 +20,12 @@ from torch import nn
 from lalr_core.core.loop.layer_lr import LayerLRCallback
 from lalr_core.methods.layer_lr.lalr.grouping import aw_assignment, check_grouping, layer_matrices
 from lalr_core.methods.layer_lr.lalr.metrics import (
+    CE_BINS,
+    CE_EPS,
     CE_VARIANTS,
     CS_VARIANTS,
     SVD_VARIANTS,
+    check_ce_choices,
     layer_metrics,
 )
 from lalr_core.methods.layer_lr.lalr.schedule import (
@@ -51,6 +54,7 @@ class LALRScaler:
         grouping: ``"module"`` or ``"named_param_AW"`` (`grouping`); it must match the
             groups the optimiser was built from.
         svd_variant, ce_variant, cs_variant: see `metrics`.
+        ce_bins, ce_eps: the CE distributions' bins and constant (`metrics.ce_metric`).
 
     Records per tagged group (``columns``): the phase (as its index in ``order``), the raw
     metrics, the normalised value ``u`` of the phase and the seconds the metric computation
@@ -62,7 +66,8 @@ class LALRScaler:
     def __init__(self, order=PHASES, recompute: str = "every_epoch", cs_direction: str = "code",
                  s_min: float = 0.0, normalise: str = "guarded", grouping: str = "module",
                  svd_variant: str = "rank_mean", ce_variant: str = "hist",
-                 cs_variant: str = "same_numel_else_trunc"):
+                 cs_variant: str = "same_numel_else_trunc", ce_bins: int = CE_BINS,
+                 ce_eps: float = CE_EPS):
         self.order = check_order(order)
         if recompute not in RECOMPUTE:
             raise ValueError(f"recompute must be one of {RECOMPUTE}, got {recompute!r}")
@@ -78,6 +83,8 @@ class LALRScaler:
         for name, value in self.variants.items():
             if value not in VARIANTS[name]:
                 raise ValueError(f"{name} must be one of {VARIANTS[name]}, got {value!r}")
+        check_ce_choices(ce_bins, ce_eps)
+        self.ce_choices = {"ce_bins": int(ce_bins), "ce_eps": float(ce_eps)}
         self.columns = ("phase_index", *METRICS, "u", "metric_time_s") + \
             (("metric_index",) if grouping == "named_param_AW" else ())
         self.calls = 0
@@ -95,7 +102,7 @@ class LALRScaler:
             return {m: np.asarray(self.cache[m]) for m in METRICS}, 0.0, False
         t0 = time.perf_counter()
         if all(bool(torch.isfinite(w).all()) for w in mats.values()):
-            raw = layer_metrics(list(mats.values()), **self.variants)
+            raw = layer_metrics(list(mats.values()), **self.variants, **self.ce_choices)
         else:                                                       # a diverged run's weights
             raw = {m: np.full(len(names), np.nan) for m in METRICS}
         seconds = time.perf_counter() - t0

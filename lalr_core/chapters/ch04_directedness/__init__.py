@@ -1,5 +1,6 @@
 """Chapter 04 (directedness of optimisation trajectories, seed 004 sec. 3.2): settings, runs and
-the per-seed quantities its checks judge.
+the per-seed quantities its checks judge. Its checks as data are in `claims` (``CLAIMS``), the
+verdicts (per-seed numbers -> `Finding`) in `findings`.
 
 Source: seed 004 (the thesis ``[Tuddenham2026]``, see REFERENCES.md) sec. 3.2, its SGDM and Adam
 runs; quick = a reduction on
@@ -27,11 +28,11 @@ from typing import Any
 
 import numpy as np
 
-from lalr_core.core.runs.chapter import Chapter, ChapterSettings, Sections, check_names, positive
-from lalr_core.core.loop.config import RunConfig
 from lalr_core.core.data import DATASETS, SYNTHETIC_SIZES, check_dataset_name
-from lalr_core.core.results.evidence import mean_interval
+from lalr_core.core.loop.config import RunConfig
 from lalr_core.core.models.networks import check_model_name
+from lalr_core.core.results.evidence import mean_interval
+from lalr_core.core.runs.chapter import Chapter, ChapterSettings, Sections, check_names, positive
 from lalr_core.methods import trajectory as tj
 
 RUNS = ("sgdm", "adam")  # the optimisers of section "fig3.7", in this order (every seed)
@@ -176,7 +177,7 @@ class Settings(ChapterSettings):
         return [m * self.steps_per_epoch for m in self.milestones]
 
 
-_MC = dict(mc_norm_draws=5000, mc_sum_draws=200)  # listing C.4's cap and C.2's draws
+_MC = {"mc_norm_draws": 5000, "mc_sum_draws": 200}  # listing C.4's cap and C.2's draws
 # The thesis's optimisers (Ch3-SGDM / Ch3-Adam, figs 3.7 and 3.19 captions).
 _THESIS_OPT = {"sgdm_lr": 0.05, "sgdm_momentum": 0.85, "sgdm_wd": 1e-2,
                "adam_lr": 0.01, "adam_betas": (0.9, 0.99), "adam_wd": 1e-4}
@@ -223,10 +224,11 @@ PROFILES = {
 
 def directedness_configs(s: Settings, seed: int = 0) -> dict[str, RunConfig]:
     """The SGDM and Adam runs of chapter 04 with one seed (name -> config, ``RUNS`` order)."""
-    common = dict(dataset=s.dataset, synthetic=s.synthetic, n_train=s.n_train, n_val=s.n_val,
-                  n_test=s.n_test, augment=s.augment, model=s.model, width=s.width,
-                  batch_size=s.batch_size, epochs=s.epochs, schedule="multistep",
-                  milestones=s.milestones, lr_decay=s.lr_decay, seed=seed)
+    common = {"dataset": s.dataset, "synthetic": s.synthetic, "n_train": s.n_train,
+              "n_val": s.n_val, "n_test": s.n_test, "augment": s.augment, "model": s.model,
+              "width": s.width, "batch_size": s.batch_size, "epochs": s.epochs,
+              "schedule": "multistep", "milestones": s.milestones, "lr_decay": s.lr_decay,
+              "seed": seed}
     return {
         "sgdm": RunConfig(**common, optimizer="sgdm", lr=s.sgdm_lr, momentum=s.sgdm_momentum,
                           wd=s.sgdm_wd),
@@ -305,6 +307,22 @@ def spike_gains(psi_window, drops: Sequence[int], window: int) -> np.ndarray:
     return np.array([tj.spike_gain(psi_window, d, window) for d in drops])
 
 
+def controlled_spike_gains(psi_window, drops: Sequence[int], window: int) -> np.ndarray:
+    """`spike_gains` after each lr drop ``d`` minus the same statistic at the control step
+    ``d - N`` (its window, steps ``d-N+1 .. d``, lies at the old lr, with no drop in it).
+
+    The spike statistic is a maximum over ``N`` steps of a fluctuating ``psi_N`` relative to
+    its value now, so it is positive even where nothing happens; the control measures that
+    baseline in the same run and phase (the null: no lr drop). A drop's spike is its excess.
+    """
+    psi = np.asarray(psi_window, dtype=np.float64)
+    if min(drops) - window < 1:
+        raise ValueError(f"the control step d - N needs every drop after step {window}, got "
+                         f"{list(drops)}")
+    return spike_gains(psi, drops, window) - spike_gains(psi, [d - window for d in drops],
+                                                         window)
+
+
 def spike_rises(psi_window, drops: Sequence[int], window: int) -> np.ndarray:
     """The absolute rise ``max(psi_N(d+1 .. d+N)) - psi_N(d)`` after each lr drop ``d``."""
     psi = np.asarray(psi_window, dtype=np.float64)
@@ -313,7 +331,8 @@ def spike_rises(psi_window, drops: Sequence[int], window: int) -> np.ndarray:
 
 def layer_spike_share(traj: dict, drops: Sequence[int], window: int) -> tuple[float, int]:
     """Share of the weight tensors (names ending in ``weight``) whose own ``psi_N`` spikes
-    (``spike_gain`` > ``SPIKE_GAIN``) after every lr drop, and how many tensors there are.
+    after every lr drop (`controlled_spike_gains` > ``SPIKE_GAIN``: the rise beyond the same
+    tensor's rise at a step without a drop), and how many tensors there are.
 
     ``traj`` is a trajectory callback's result with ``per_layer`` (``layer_names``,
     ``layer_psi_window``, ``(T, layers)``).
@@ -321,8 +340,8 @@ def layer_spike_share(traj: dict, drops: Sequence[int], window: int) -> tuple[fl
     pick = [i for i, nm in enumerate(traj["layer_names"]) if nm.endswith("weight")]
     if not pick:
         raise ValueError("the trajectory has no per-layer weight tensors (per_layer=False?)")
-    spikes = [(spike_gains(traj["layer_psi_window"][:, i], drops, window) > SPIKE_GAIN).all()
-              for i in pick]
+    spikes = [(controlled_spike_gains(traj["layer_psi_window"][:, i], drops, window)
+               > SPIKE_GAIN).all() for i in pick]
     return float(np.mean(spikes)), len(pick)
 
 

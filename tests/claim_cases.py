@@ -1,0 +1,34 @@
+"""Every claim test can fail: the shared harness of the chapters' claim-case tests.
+
+A chapter's test module (``tests/test_<chapter>_claims.py``) defines
+
+    CHAPTER = "ch05_quasi_newton"            # the package under lalr_core.chapters
+    CASES = {claim_id: {"PASS": make, "FAIL": make, "INCONCLUSIVE": make}}
+
+where each ``make`` is a zero-argument function that builds small synthetic results, calls
+the chapter's function for that claim and returns its `Finding` (or `Evidence`). The case's
+key is the verdict it must give. ``test_claim_cases.py`` runs every case and checks that every
+claim test of every chapter has a PASS and a FAIL case (and an INCONCLUSIVE case when it is
+judged on an interval); a claim for which no FAIL case can be built is a sanity check.
+"""
+
+from __future__ import annotations
+
+from lalr_core.core.results.claims import Finding
+from lalr_core.core.results.evidence import Evidence
+
+
+def verdict_of(result) -> str:
+    """The verdict of a case's result: a `Finding`, an `Evidence` or a bool."""
+    if isinstance(result, (Finding, Evidence)):
+        return result.verdict
+    if isinstance(result, bool) or result is None:
+        return {True: "PASS", False: "FAIL", None: "N/A"}[result]
+    raise TypeError(f"a claim case must return a Finding, Evidence or bool, got "
+                    f"{type(result).__name__}")
+
+
+def uses_interval(result) -> bool:
+    """The result is judged on an interval (so an INCONCLUSIVE case is owed)."""
+    ev = result.evidence if isinstance(result, Finding) else result
+    return isinstance(ev, Evidence)

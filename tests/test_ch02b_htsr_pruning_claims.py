@@ -1,0 +1,264 @@
+"""Every claim test of chapter 02b can PASS, FAIL and (on an interval) be INCONCLUSIVE: small
+synthetic curves, metric tables and run tables with per-example correctness, no training
+(harness: tests/claim_cases.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from lalr_core.chapters.ch02b_htsr_pruning import GRID_FIGS, SCALE, SHAPE, UNIFORM, findings
+from lalr_core.chapters.ch02b_htsr_pruning.claims import CLAIMS
+from lalr_core.chapters.ch02b_htsr_pruning.plans import budget_grid
+
+CHAPTER = "ch02b_htsr_pruning"
+N = 400  # test examples
+
+
+def correct(acc: float, seed: int, n: int = N) -> np.ndarray:
+    """A run's per-example correctness with exactly ``acc * n`` hits, in random places."""
+    hits = np.zeros(n, dtype=bool)
+    hits[np.random.default_rng(seed).permutation(n)[:round(acc * n)]] = True
+    return hits
+
+
+def run(metric, rule, P, remaining, acc, seed, **labels):
+    hits = correct(acc, seed)
+    return {"metric": metric, "rule": rule, "P": P, "remaining": remaining, "layer_lr": "none",
+            "sparsity": P, "over_pruned": False, "seed": 0, "test_acc": 100 * hits.mean(),
+            "train_acc": 99.0, "test_correct": hits, **labels}
+
+
+# ----------------------------------------------------------------------------- fig 3.2
+def _curves(ent_aug=0.1, alpha_aug_rise=0.0, alpha_trad_rise=0.2):
+    epochs = np.arange(8)
+    ent_t = pd.Series(3 - 0.1 * epochs, index=epochs)
+
+    def dip(rise):   # falls to 2 at epoch 4, then rises by ``rise`` of it
+        y = np.r_[4, 3.5, 3, 2.5, 2.0, 2.0 + rise, 2.0 + rise, 2.0 + rise]
+        return pd.Series(y, index=epochs)
+
+    return {("traditional", "entropy"): ent_t, ("augmix", "entropy"): ent_t + ent_aug,
+            ("traditional", "alpha"): dip(alpha_trad_rise * 2),
+            ("augmix", "alpha"): dip(alpha_aug_rise * 2)}
+
+
+def _fig32(cid, **kw):
+    return findings.fig32(_curves(**kw)).findings[cid]
+
+
+# ----------------------------------------------------------------------------- figs 3.4-3.21
+CONVS = [f"c{i}" for i in range(9)]
+TRANS = ["c3", "c6"]
+
+
+def _grid_case(fig, ok):
+    role, aug = next(k for k, v in GRID_FIGS.items() if v[2] == fig)
+    rng = np.random.default_rng(0)
+    entropy = pd.Series(2 + rng.uniform(0, 0.2, 9), index=CONVS)
+    norm = pd.Series(1 + rng.uniform(0, 0.2, 9), index=CONVS)
+    if role == "densenet":
+        sign = 1 if ok else -1
+        entropy[TRANS] -= sign * 1.0       # lowest entropy (ok) or highest
+        norm[TRANS] += sign * 1.0          # highest norm (ok) or lowest
+    elif not ok:
+        entropy["c5"] += 5.0               # an outlier layer
+    metrics = pd.DataFrame({"entropy": entropy, "norm": norm, "spectral_norm": norm})
+    table = (metrics, {c: 100 * (i + 1) for i, c in enumerate(CONVS)})
+    grid = budget_grid(table, [0.3, 0.6], ["entropy", "norm"])
+    return findings.grid_checks(role, aug, table, grid, TRANS)
+
+
+# ----------------------------------------------------------------------------- fig 3.3
+def _f33(gains: dict[str, float]) -> pd.DataFrame:
+    """Uniform curves (flat at 60 %) and direct / inverse metric runs at P = 0.85 per
+    augmentation, each family's direct runs at 60 % + ``gains[aug/family]`` points."""
+    rows, seed = [], 0
+    for aug in ("traditional", "augmix"):
+        for P, r in ((0.3, 0.8), (0.85, 0.1), (0.95, 0.05)):
+            seed += 1
+            rows.append(run(UNIFORM, UNIFORM, P, r, 0.6, seed, aug=aug))
+        for family, names in (("shape", SHAPE), ("scale", SCALE)):
+            for m in names:
+                seed += 1
+                rows.append(run(m, "direct", 0.85, 0.3,
+                                0.6 + gains.get(f"{aug}/{family}", 0.0) / 100, seed, aug=aug))
+    return pd.DataFrame(rows)
+
+
+def _fig33(cid, gains):
+    swept = {"traditional": (0.3, 0.85), "augmix": (0.3, 0.85)}
+    return findings.fig33(_f33(gains), swept, SHAPE + SCALE).findings[cid]
+
+
+# ----------------------------------------------------------------------------- T-001-e
+def _te(gain: dict[str, float]):
+    rows, seed = [], 100
+    for role in ("densenet", "mobilenet", "wrn"):
+        for P, r in ((0.5, 0.6), (0.95, 0.05)):
+            seed += 1
+            rows.append(run(UNIFORM, UNIFORM, P, r, 0.6, seed, role=role))
+        for m in ("entropy", "alpha"):
+            for rule in ("direct", "inverse"):
+                seed += 1
+                rows.append(run(m, rule, 0.85, 0.3, 0.6 + gain[role] / 100, seed, role=role))
+    return findings.t001e(pd.DataFrame(rows), ("mobilenet", "wrn"), ("entropy", "alpha"),
+                          ("direct", "inverse"))
+
+
+# ----------------------------------------------------------------------------- fig 3.22
+LAYERS = [f"l{i}" for i in range(8)]
+
+
+def _probes(gaps):
+    base, tb, rec = [], [], []
+    for i, layer in enumerate(LAYERS):
+        for e in range(4):
+            a = 3 + 0.1 * i - 0.05 * e
+            base.append({"layer": layer, "epoch": e, "alpha": a})
+            tb.append({"layer": layer, "epoch": e, "alpha": a + (gaps[i] if e >= 1 else 0.0)})
+            rec.append({"layer": layer, "epoch": e, "lr_scale": 1 + 0.2 * (i - 3.5)})
+    return pd.DataFrame(tb), pd.DataFrame(base), pd.DataFrame(rec)
+
+
+def _fig322(cid, gaps):
+    return findings.fig322(*_probes(np.asarray(gaps, float))).findings[cid]
+
+
+LOWER = -0.3 + 0.02 * np.arange(8)
+MIXED = np.array([0.3, -0.25, 0.2, -0.3, 0.1, -0.2, 0.25, -0.1])
+
+
+# ----------------------------------------------------------------------------- fig 3.23 / 3.24
+def _fig323(item, n_ok, n=11):
+    delta = {i / 10: ((-1.0, 0.0) if i < n_ok else (0.0, -1.0)) for i in range(n)}
+    return findings.fig323(delta).findings[item]
+
+
+# ----------------------------------------------------------------------------- fig 3.25 / 3.26
+def _lr_table(tb_gain, sizes, metric=UNIFORM, seeds=(0,)):
+    """TB ('eq2.13') and the global lr ('none') at each (P, remaining) of ``sizes``; TB's
+    accuracy 60 % + ``tb_gain(remaining)`` points, the global lr's 60 %."""
+    rows, k = [], 500
+    for P, r in sizes:
+        for seed in seeds:
+            for lr, acc in (("none", 0.6), ("eq2.13", 0.6 + tb_gain(r) / 100)):
+                k += 1
+                row = run(metric, UNIFORM if metric == UNIFORM else "direct", P, r, acc, k)
+                rows.append(row | {"layer_lr": lr, "seed": seed})
+    return pd.DataFrame(rows)
+
+
+VGG_SIZES = ((0.0, 1.0), (0.5, 0.5), (0.9, 0.1), (0.95, 0.05))
+
+
+def _fig325(cid, gain):
+    return findings.fig325(_lr_table(lambda r: gain, VGG_SIZES, seeds=(0, 1))).findings[cid]
+
+
+def _fig326(inside_gain):
+    t = _lr_table(lambda r: inside_gain if 0.55 <= r <= 0.65 else 0.0,
+                  ((0.2, 0.9), (0.25, 0.6), (0.6, 0.3)))
+    return findings.fig326(t, 0.55, 0.65, "smoke").findings["fig3.26"]
+
+
+# ----------------------------------------------------------------------------- the cases
+def _grid_cases():
+    out = {}
+    for (role, _), (_, _, fig) in GRID_FIGS.items():
+        ids = ([f"{fig}-transition-{m}" for m in ("entropy", "norm", "spectral_norm")]
+               if role == "densenet" else [f"{fig}-no-outlier"])
+        for cid in ids:
+            out[cid] = {"PASS": lambda fig=fig, cid=cid: _grid_case(fig, True).findings[cid],
+                        "FAIL": lambda fig=fig, cid=cid: _grid_case(fig, False).findings[cid]}
+    return out
+
+
+CASES = {
+    "fig3.2-entropy-higher": {"PASS": lambda: _fig32("fig3.2-entropy-higher", ent_aug=0.1),
+                              "FAIL": lambda: _fig32("fig3.2-entropy-higher", ent_aug=-0.1)},
+    "fig3.2-entropy-rebound": {
+        "N/A": lambda: _fig32("fig3.2-entropy-rebound"),   # a falling entropy: no rebound
+        "PASS": lambda: findings.fig32({**_curves(), ("traditional", "entropy"):
+                                        _curves()[("traditional", "alpha")],
+                                        ("augmix", "entropy"): _curves(alpha_aug_rise=0.05)[
+                                            ("augmix", "alpha")]}).findings[
+                                                "fig3.2-entropy-rebound"],
+        "FAIL": lambda: findings.fig32({**_curves(), ("traditional", "entropy"):
+                                        _curves()[("traditional", "alpha")],
+                                        ("augmix", "entropy"): _curves(alpha_aug_rise=0.4)[
+                                            ("augmix", "alpha")]}).findings[
+                                                "fig3.2-entropy-rebound"]},
+    "fig3.2-alpha-rebound": {"PASS": lambda: _fig32("fig3.2-alpha-rebound", alpha_aug_rise=0.05),
+                             "FAIL": lambda: _fig32("fig3.2-alpha-rebound", alpha_aug_rise=0.4),
+                             "N/A": lambda: _fig32("fig3.2-alpha-rebound", alpha_trad_rise=0.0)},
+    **_grid_cases(),
+    **{f"fig3.3-{aug}-{family}": {
+        "PASS": lambda k=f"{aug}/{family}", c=f"fig3.3-{aug}-{family}": _fig33(c, {k: 15}),
+        "FAIL": lambda k=f"{aug}/{family}", c=f"fig3.3-{aug}-{family}": _fig33(c, {k: -15}),
+        "INCONCLUSIVE": lambda k=f"{aug}/{family}", c=f"fig3.3-{aug}-{family}": _fig33(c, {k: 0})}
+       for aug in ("traditional", "augmix") for family in ("shape", "scale")},
+    "fig3.3-augmix-vs-traditional": {
+        "PASS": lambda: _fig33("fig3.3-augmix-vs-traditional",
+                               {"augmix/shape": 15, "augmix/scale": 15}),
+        "FAIL": lambda: _fig33("fig3.3-augmix-vs-traditional",
+                               {"traditional/shape": 15, "traditional/scale": 15}),
+        "INCONCLUSIVE": lambda: _fig33("fig3.3-augmix-vs-traditional", {})},
+    **{f"T-001-e-{role}": {
+        "PASS": lambda c=f"T-001-e-{role}": _te({"densenet": 15, "mobilenet": 0, "wrn": 0})
+        .findings[c],
+        "FAIL": lambda c=f"T-001-e-{role}": _te({"densenet": -15, "mobilenet": 0, "wrn": 0})
+        .findings[c],
+        "INCONCLUSIVE": lambda c=f"T-001-e-{role}": _te({"densenet": 0, "mobilenet": 0, "wrn": 0})
+        .findings[c]} for role in ("mobilenet", "wrn")},
+    "T-001-e-wrn-uniform": {
+        "PASS": lambda: _te({"densenet": 0, "mobilenet": 0, "wrn": -15})
+        .findings["T-001-e-wrn-uniform"],
+        "FAIL": lambda: _te({"densenet": 0, "mobilenet": 0, "wrn": 15})
+        .findings["T-001-e-wrn-uniform"],
+        "INCONCLUSIVE": lambda: _te({"densenet": 0, "mobilenet": 0, "wrn": 0})
+        .findings["T-001-e-wrn-uniform"]},
+    "fig3.22-mean": {"PASS": lambda: _fig322("fig3.22-mean", LOWER),
+                     "FAIL": lambda: _fig322("fig3.22-mean", -LOWER),
+                     "INCONCLUSIVE": lambda: _fig322("fig3.22-mean", MIXED)},
+    "fig3.22-layers": {"PASS": lambda: _fig322("fig3.22-layers", LOWER),
+                       "FAIL": lambda: _fig322("fig3.22-layers", -LOWER)},
+    **{item: {"PASS": lambda item=item: _fig323(item, 11),
+              "FAIL": lambda item=item: _fig323(item, 0),
+              "INCONCLUSIVE": lambda item=item: _fig323(item, 6)}
+       for item in ("fig3.23", "fig3.24")},
+    "fig3.25-middle": {"PASS": lambda: _fig325("fig3.25-middle", 15),
+                       "FAIL": lambda: _fig325("fig3.25-middle", -15),
+                       "INCONCLUSIVE": lambda: _fig325("fig3.25-middle", 0)},
+    "fig3.25-ends": {"PASS": lambda: _fig325("fig3.25-ends", 15),
+                     "FAIL": lambda: _fig325("fig3.25-ends", -15),
+                     "INCONCLUSIVE": lambda: _fig325("fig3.25-ends", 0)},
+    "fig3.26": {"PASS": lambda: _fig326(15), "FAIL": lambda: _fig326(-15),
+                "INCONCLUSIVE": lambda: _fig326(0)},
+}
+
+
+# ----------------------------------------------------------------------------- beyond the cases
+def test_every_claim_of_the_chapter_has_cases_or_is_a_sanity_check():
+    for cid, claim in CLAIMS.items():
+        assert (cid in CASES) == (claim.kind == "claim"), cid
+
+
+def test_sanity_checks_of_the_budgets_hold_on_a_grid_built_by_the_code():
+    for fig in ("fig3.6", "fig3.12"):
+        r = _grid_case(fig, True)
+        for kind in ("uniform-flat", "anti-correlated", "under-target"):
+            assert r.findings[f"{fig}-{kind}"].verdict == "PASS"
+
+
+def test_fig323_sign_test_needs_more_than_a_bare_majority():
+    assert _fig323("fig3.23", 7).verdict == "INCONCLUSIVE"   # 7 of 11 happens by chance
+    e = findings.sign_share(9, 11)
+    assert e.low == pytest.approx(0.482, abs=0.01) and e.verdict == "INCONCLUSIVE"
+    assert findings.sign_share(10, 11).verdict == "PASS"
+
+
+def test_fig326_without_a_size_in_the_range_is_na():
+    t = _lr_table(lambda r: 0.0, ((0.2, 0.9), (0.6, 0.3)))
+    assert findings.fig326(t, 0.55, 0.65, "smoke").findings["fig3.26"].verdict == "N/A"

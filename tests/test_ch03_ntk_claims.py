@@ -1,0 +1,168 @@
+"""Chapter 03's claim tests on small synthetic results: each gives PASS, FAIL and, where it is
+judged on an interval, INCONCLUSIVE (the harness: ``tests/test_claim_cases.py``)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from lalr_core.chapters.ch03_ntk import findings as it
+
+CHAPTER = "ch03_ntk"
+
+LAMS = (0.0, 0.1, 0.5, 1.0, 2.0, 5.0, 10.0, 50.0)
+
+
+def _rows(seeds=3, *, distance=None, lin=None, kl=None, val=None, test=None, pulls=10):
+    """One row per (seed, lambda); each column a function (lam, seed) -> value."""
+    flat = lambda lam, seed: 1.0
+    out = []
+    for seed in range(seeds):
+        for lam in LAMS:
+            out.append({"lam": lam, "seed": seed,
+                        "distance": (distance or (lambda a, s: 5 - np.log1p(a)))(lam, seed),
+                        "lin_error": (lin or flat)(lam, seed), "kl": (kl or flat)(lam, seed),
+                        "accuracy": (val or (lambda a, s: 90 - a / 10))(lam, seed),
+                        "test_accuracy": (test or (lambda a, s: 90 - a / 10))(lam, seed),
+                        "pulls": 0 if lam == 0 else pulls})
+    return pd.DataFrame(out)
+
+
+FALLS = lambda lam, seed: 2.0 / (1 + lam) + 0.01 * seed
+RISES = lambda lam, seed: lam + 0.01 * seed
+MIXED = lambda lam, seed: FALLS(lam, seed) if seed == 0 else RISES(lam, seed)
+
+
+def _t1(task="sent", **kw):
+    return it.table_t1(_rows(**kw), task)
+
+
+# accuracy: best lambda <= 5 by validation, judged on test against lambda = 50
+DROP = lambda lam, seed: 90.0 - (8.0 + 0.3 * seed if lam == 50 else 0.0)
+GAIN = lambda lam, seed: 90.0 + (8.0 + 0.3 * seed if lam == 50 else 0.0)
+NOISY = lambda lam, seed: 90.0 - ((8.0, -8.0, 1.0)[seed] if lam == 50 else 0.0)
+
+
+def _gap(fn, seeds=3):
+    rows = _rows(seeds).assign(gap=[fn(a, s) for a, s in zip(_rows(seeds).lam,
+                                                                _rows(seeds).seed)])
+    return lambda cid: it.falls_by_seed(rows, "gap", cid)
+
+
+def _settings(n, sign, noise=0.3, seed=0):
+    rng = np.random.default_rng(seed)
+    k = np.arange(1, n + 1, dtype=float)
+    loss = sign * k + noise * n * rng.standard_normal(n) / 10
+    return pd.DataFrame({"kappa": 10 ** k, "kappa_lora": 10 ** (k / 2), "final_train_loss": loss,
+                         "val_acc": -loss})
+
+
+def _krr(gaps, grad_ratio=1e-9):
+    """Held-out gaps as given; the training-input gaps fall regardless (they do not decide)."""
+    n = 4
+    return it.krr_at_convergence([
+        {"lam": lam, "f0": np.zeros(n), "f_krr": np.ones(n),
+         "f_nl": np.ones(n) + np.r_[1 / (1 + lam), np.zeros(n - 1)],
+         "f0_held": np.zeros(n), "f_krr_held": np.ones(n),
+         "f_nl_held": np.ones(n) + np.r_[g, np.zeros(n - 1)], "grad_ratio": grad_ratio}
+        for lam, g in gaps.items()])
+
+
+def _sel(n, sign, noise=2.0):
+    rng = np.random.default_rng(1)
+    eta = {f"c{i}": float(i) for i in range(n)}
+    red = {f"c{i}": sign * i + noise * rng.standard_normal() for i in range(n)}
+    return it.selection(eta, red)
+
+
+def _t1_cases(task):
+    return {
+        f"T1-distance-{task}": {
+            "PASS": lambda: _t1(task).distance,
+            "FAIL": lambda: _t1(task, distance=lambda a, s: 5 - np.log1p(a) * (s != 1)).distance,
+            "N/A": lambda: _t1(task, pulls=0).distance},
+        f"T1-linerr-{task}": {
+            "PASS": lambda: _t1(task, lin=FALLS).lin_error,
+            "FAIL": lambda: _t1(task, lin=RISES).lin_error,
+            "INCONCLUSIVE": lambda: _t1(task, lin=MIXED).lin_error},
+        f"T1-kl-{task}": {
+            "PASS": lambda: _t1(task, kl=FALLS).kl,
+            "FAIL": lambda: _t1(task, kl=RISES).kl,
+            "INCONCLUSIVE": lambda: _t1(task, kl=MIXED).kl},
+        f"T1-accuracy-{task}": {
+            "PASS": lambda: _t1(task, test=DROP).accuracy,
+            "FAIL": lambda: _t1(task, test=GAIN).accuracy,
+            "INCONCLUSIVE": lambda: _t1(task, test=NOISY).accuracy},
+        f"T1b-gap-{task}": {
+            "PASS": lambda: _gap(FALLS)(f"T1b-gap-{task}"),
+            "FAIL": lambda: _gap(RISES)(f"T1b-gap-{task}"),
+            "INCONCLUSIVE": lambda: _gap(MIXED)(f"T1b-gap-{task}")},
+    }
+
+
+def _nlp_cases(task):
+    return {
+        f"nlp-distance-{task}": {
+            "PASS": lambda: it.distance_falls(_rows()),
+            "FAIL": lambda: it.distance_falls(_rows(distance=lambda a, s: 1.0)),
+            "N/A": lambda: it.distance_falls(_rows(pulls=0))},
+        f"nlp-linerr-{task}": {
+            "PASS": lambda: it.falls_by_seed(_rows(lin=FALLS), "lin_error", f"nlp-linerr-{task}"),
+            "FAIL": lambda: it.falls_by_seed(_rows(lin=RISES), "lin_error", f"nlp-linerr-{task}"),
+            "INCONCLUSIVE": lambda: it.falls_by_seed(_rows(lin=MIXED), "lin_error",
+                                                     f"nlp-linerr-{task}")},
+        f"nlp-kl-{task}": {
+            "PASS": lambda: it.falls_by_seed(_rows(kl=FALLS), "kl", f"nlp-kl-{task}"),
+            "FAIL": lambda: it.falls_by_seed(_rows(kl=RISES), "kl", f"nlp-kl-{task}"),
+            "INCONCLUSIVE": lambda: it.falls_by_seed(_rows(kl=FALLS, seeds=1), "kl",
+                                                     f"nlp-kl-{task}")},
+    }
+
+
+CASES = {
+    **_t1_cases("sent"), **_t1_cases("acc"), **_nlp_cases("sst2"), **_nlp_cases("cola"),
+    "F-002-c-loss": {
+        "PASS": lambda: it.kappa_figure(_settings(20, +1)).loss,
+        "FAIL": lambda: it.kappa_figure(_settings(20, -1)).loss,
+        "INCONCLUSIVE": lambda: it.kappa_figure(_settings(5, +1, noise=8)).loss},
+    "F-002-c-acc": {
+        "PASS": lambda: it.kappa_figure(_settings(20, +1)).acc,
+        "FAIL": lambda: it.kappa_figure(_settings(20, -1)).acc,
+        "INCONCLUSIVE": lambda: it.kappa_figure(_settings(5, +1, noise=8)).acc},
+    "F-002-c-loss-lora": {
+        "PASS": lambda: it.kappa_figure(_settings(20, +1)).loss_lora,
+        "FAIL": lambda: it.kappa_figure(_settings(20, -1)).loss_lora,
+        "INCONCLUSIVE": lambda: it.kappa_figure(_settings(5, +1, noise=8)).loss_lora},
+    "F-002-c-acc-lora": {
+        "PASS": lambda: it.kappa_figure(_settings(20, +1)).acc_lora,
+        "FAIL": lambda: it.kappa_figure(_settings(20, -1)).acc_lora,
+        "INCONCLUSIVE": lambda: it.kappa_figure(_settings(5, +1, noise=8)).acc_lora},
+    "F-002-A-selective": {
+        "PASS": lambda: it.monotone_where_pulled(0, 40, control_increases=3),
+        "FAIL": lambda: it.monotone_where_pulled(2, 40, control_increases=3),
+        "N/A": lambda: it.monotone_where_pulled(0, 0, control_increases=0)},
+    "F-002-A-distance-selective": {
+        "PASS": lambda: it.distance_falls_where_pulled({0.0: 1.2, 1.0: 1.1, 10.0: 0.7}, 9),
+        "FAIL": lambda: it.distance_falls_where_pulled({0.0: 1.02, 1.0: 1.021, 10.0: 1.022}, 9),
+        "N/A": lambda: it.distance_falls_where_pulled({0.0: 1.0, 1.0: 1.0, 10.0: 1.0}, 0)},
+    "F-002-B": {
+        "PASS": lambda: it.falls_with_lambda({0.0: 0.2, 10.0: 0.03}),
+        "FAIL": lambda: it.falls_with_lambda({0.0: 0.03, 10.0: 0.2})},
+    "Th1": {
+        "PASS": lambda: it.monotone_where_pulled(0, 12, control_increases=0, steps=50),
+        "FAIL": lambda: it.monotone_where_pulled(1, 12, control_increases=0, steps=50),
+        "N/A": lambda: it.monotone_where_pulled(0, 0, control_increases=0, steps=50)},
+    "Th3-4": {
+        "PASS": lambda: it.falls_with_lambda({0.0: 2.1, 0.1: 2.2, 1.0: 2.0, 10.0: 1.7, 50.0: 0.3},
+                                             inversions=1),
+        "FAIL": lambda: it.falls_with_lambda({0.0: 2.1, 0.1: 2.2, 1.0: 2.3, 10.0: 1.7, 50.0: 0.3},
+                                             inversions=1)},
+    "KRR": {
+        "PASS": lambda: _krr({0.1: 0.9, 1.0: 0.6, 10.0: 0.2, 50.0: 0.05}).finding,
+        "FAIL": lambda: _krr({0.1: 0.3, 1.0: 0.6, 10.0: 0.7, 50.0: 0.05}).finding,
+        "N/A": lambda: _krr({0.1: 0.9, 1.0: 0.6}, grad_ratio=0.1).finding},
+    "Sel": {
+        "PASS": lambda: _sel(12, +1),
+        "FAIL": lambda: _sel(12, -1),
+        "INCONCLUSIVE": lambda: _sel(3, +1)},
+}

@@ -1,0 +1,66 @@
+"""Claims as data (`lalr_core.core.results.claims`): validation, judging, findings, power."""
+
+import math
+
+import pytest
+
+from lalr_core.core.results.claims import Claim, Finding, underpowered
+from lalr_core.core.results.evidence import Evidence, paired_difference
+from lalr_core.core.results.writer import FigureWriter
+
+
+def test_a_claim_validates_itself_and_defaults_its_item():
+    c = Claim("fig4.6-lower", "QN ends lower than SGD", threshold=0.0, side="less",
+              item="fig4.6", source_effect=-5.0, unit="points")
+    assert c.item == "fig4.6" and Claim("L-C8", "order").item == "L-C8"
+    for bad in ({"kind": "proxy"}, {"side": "up", "threshold": 0.0}, {"threshold": 1.0}):
+        with pytest.raises(ValueError):
+            Claim("x", "y", **bad)
+    with pytest.raises(ValueError, match="non-empty"):
+        Claim("x", " ")
+
+
+def test_judge_applies_the_claims_threshold_and_side():
+    c = Claim("c", "A beats B by more than 1 point", threshold=1.0, side="greater")
+    ev = paired_difference([0.90, 0.91, 0.92], [0.87, 0.88, 0.89], scale=100)
+    judged = c.judge(ev)
+    assert (judged.threshold, judged.side, judged.verdict) == (1.0, "greater", "PASS")
+    assert c.judge(paired_difference([0.9, 0.9, 0.9], [0.9, 0.9, 0.9], scale=100)).verdict \
+        == "FAIL"
+    with pytest.raises(ValueError, match="no threshold"):
+        Claim("d", "no interval").judge(ev)
+
+
+def test_findings_give_verdicts_and_need_a_reason_for_na():
+    assert Finding(True).verdict == "PASS" and Finding(False).verdict == "FAIL"
+    assert Finding(Evidence(0.5, -1, 2)).verdict == "INCONCLUSIVE"
+    assert Finding(None, detail="no pulled step").verdict == "N/A"
+    with pytest.raises(ValueError, match="detail"):
+        Finding(None)
+    with pytest.raises(ValueError, match="evidence"):
+        Finding(0.3)
+
+
+def test_underpowered_compares_the_sources_effect_with_the_half_width():
+    ev = Evidence(1.0, -2.0, 4.0, threshold=0.0, side="greater")   # half-width 3
+    assert ev.half_width == 3.0
+    assert underpowered(ev, 2.5) and not underpowered(ev, 3.5)
+    assert underpowered(ev, -2.9) and not underpowered(ev, None)
+    assert underpowered(Evidence(0.0, -0.6, 0.6, threshold=0.5, side="within"), None)
+    assert not underpowered(Evidence(0.0, -0.4, 0.4, threshold=0.5, side="within"), None)
+    assert math.isinf(Evidence(0.0, -math.inf, math.inf).half_width)
+
+
+def test_record_stores_kind_half_width_and_power(tmp_path):
+    out = FigureWriter("05_quasi_newton", "smoke", "05_quasi_newton.ipynb", root=tmp_path)
+    c = Claim("fig4.6-lower", "QN ends lower than SGD", item="fig4.6", threshold=0.0,
+              side="less", source_effect=-5.0, quote="QN ends lower")
+    ev = c.judge(paired_difference([0.80, 0.86], [0.90, 0.91], scale=100))
+    rec = out.record(c, Finding(ev, ours={"QN - SGD": ev.text()}))
+    assert rec["kind"] == "claim" and rec["item_id"] == "fig4.6" and rec["quote"]
+    assert rec["half_width"] == pytest.approx(ev.half_width)
+    assert rec["underpowered"] is (abs(-5.0) <= ev.half_width)
+    with pytest.raises(ValueError, match="judged"):
+        out.check_claim(c, paired_difference([0.8, 0.86], [0.9, 0.91], scale=100))
+    sanity = Claim("fig4.6-sum", "the rows sum to one", item="fig4.6", kind="sanity")
+    assert out.record(sanity, Finding(True))["kind"] == "sanity"

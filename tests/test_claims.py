@@ -64,3 +64,19 @@ def test_record_stores_kind_half_width_and_power(tmp_path):
         out.check_claim(c, paired_difference([0.8, 0.86], [0.9, 0.91], scale=100))
     sanity = Claim("fig4.6-sum", "the rows sum to one", item="fig4.6", kind="sanity")
     assert out.record(sanity, Finding(True))["kind"] == "sanity"
+
+
+def test_record_all_records_each_finding_under_its_claim_and_refuses_strangers(tmp_path):
+    from lalr_core.core.results.claims import ItemFindings
+    out = FigureWriter("07_signal_propagation", "smoke", "07.ipynb", root=tmp_path)
+    claims = {"E1-a": Claim("E1-a", "holds", item="E1"),
+              "E1-b": Claim("E1-b", "sums to one", item="E1", kind="sanity")}
+    item = ItemFindings({"E1-a": Finding(False), "E1-b": Finding(True)}, {"n": 3})
+    assert out.record_all(claims, item, **{"E1-a": {"source": "1.76"}}) is item
+    recs = out.checks()
+    assert [(r["claim"], r["kind"], r["verdict"]) for r in recs] == [
+        ("holds", "claim", "FAIL"), ("sums to one", "sanity", "PASS")]
+    assert recs[0]["source"] == "1.76"
+    with pytest.raises(ValueError, match="unknown claims"):
+        out.record_all(claims, ItemFindings({"E9": Finding(True)}))
+    assert len(out.checks()) == 2

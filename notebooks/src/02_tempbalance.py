@@ -116,9 +116,7 @@ def runs(section):
 
 def record(result):
     """Record every check one item's function found (`tb.findings`), as its claim says."""
-    for claim_id, finding in result.findings.items():
-        out.record(tb.CLAIMS[claim_id], finding)
-    return result
+    return out.record_all(tb.CLAIMS, result)
 
 
 pd.Series(S.as_dict(), dtype=object).to_frame("setting")

@@ -119,9 +119,7 @@ def show(fig):
 
 def record(result):
     """Record every check one item's function found (`px.findings`), as its claim says."""
-    for claim_id, finding in result.findings.items():
-        out.record(px.CLAIMS[claim_id], finding)
-    return result
+    return out.record_all(px.CLAIMS, result)
 
 
 pd.Series(S.as_dict(), dtype=object).to_frame("setting")

@@ -84,10 +84,9 @@ NAMES = ("ordered", "critical", "chaotic")
 PHASE = dict(zip(NAMES, S.phases))
 
 
-def record(item: fd.ItemFindings, **kw):
+def record(item, **per_claim):
     """Record every finding of an experiment under its claim."""
-    for cid, finding in item.findings.items():
-        out.record(CLAIMS[cid], finding, **kw.get(cid, {}))
+    return out.record_all(CLAIMS, item, **per_claim)
 
 
 pd.Series(S.as_dict(), dtype=object).to_frame("setting")

@@ -14,7 +14,6 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -29,27 +28,9 @@ from lalr_core.chapters.ch02_tempbalance.verdicts import (
     paired_deltas,
     unit_evidence,
 )
-from lalr_core.core.results.claims import Finding
+from lalr_core.core.results.claims import Finding, ItemFindings
 from lalr_core.core.results.evidence import CONFIDENCE, Evidence, mean_interval
 from lalr_core.methods.layer_lr.tempbalance import allocate
-
-
-@dataclass(frozen=True)
-class ItemFindings:
-    """What one source item's checks found.
-
-    Attributes:
-        findings: claim id (a key of ``CLAIMS``) -> its `Finding`, in recording order.
-        numbers: our numbers behind them (JSON-ready), for tables and rendered prose.
-    """
-
-    findings: Mapping[str, Finding]
-    numbers: Mapping = field(default_factory=dict)
-
-    def __post_init__(self):
-        unknown = set(self.findings) - set(CLAIMS)
-        if unknown:
-            raise ValueError(f"findings for unknown claims: {sorted(unknown)}")
 
 
 def _judged(claim_id: str, evidence: Evidence) -> Evidence:

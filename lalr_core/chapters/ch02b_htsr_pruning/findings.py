@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -46,28 +45,10 @@ from lalr_core.chapters.ch02b_htsr_pruning.verdicts import (
     versus_range,
     versus_uniform,
 )
-from lalr_core.core.results.claims import Finding
+from lalr_core.core.results.claims import Finding, ItemFindings
 from lalr_core.core.results.evidence import CONFIDENCE, Evidence, mean_interval
 
 FAMILY_METRICS = {"shape": SHAPE, "scale": SCALE}
-
-
-@dataclass(frozen=True)
-class ItemFindings:
-    """What one source item's checks found.
-
-    Attributes:
-        findings: claim id (a key of ``CLAIMS``) -> its `Finding`, in recording order.
-        numbers: our numbers behind them (JSON-ready), for tables and rendered prose.
-    """
-
-    findings: Mapping[str, Finding]
-    numbers: Mapping = field(default_factory=dict)
-
-    def __post_init__(self):
-        unknown = set(self.findings) - set(CLAIMS)
-        if unknown:
-            raise ValueError(f"findings for unknown claims: {sorted(unknown)}")
 
 
 def _judged(claim_id: str, evidence: Evidence) -> Evidence:

@@ -11,29 +11,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from lalr_core.chapters.ch07_signal_propagation import claims as cl
-from lalr_core.core.results.claims import Finding
+from lalr_core.core.results.claims import Finding, ItemFindings
 from lalr_core.core.results.evidence import mean_interval
 
 CLAIMS = cl.CLAIMS
-
-
-@dataclass(frozen=True)
-class ItemFindings:
-    """What one experiment found.
-
-    Attributes:
-        numbers: the numbers behind its verdicts (JSON-ready).
-        findings: claim id (`claims.CLAIMS`) -> `Finding`.
-    """
-
-    numbers: Mapping[str, Any] = field(default_factory=dict)
-    findings: Mapping[str, Finding] = field(default_factory=dict)
 
 
 def _r(x, digits: int = 4):
@@ -56,21 +43,21 @@ def e1_critical_line(critical: Mapping[float, float]) -> ItemFindings:
     table = {b: (float(critical[b]), w) for b, w in cl.CRITICAL_TABLE.items() if b in critical}
     worst = max(abs(a - w) for a, w in table.values())
     return ItemFindings(
-        {"critical": {str(b): _r(a) for b, (a, _) in table.items()}, "table_worst": worst},
         {"E1-critical": Finding(bool(schoenholz), {"σ_b²=0.05": _r(at05), "σ_b²=0": _r(at0, 6)}),
          "E1-table": Finding(bool(worst <= cl.TABLE_TOL),
                              {str(b): f"{a:.4f} vs {w:.4f}" for b, (a, w) in table.items()},
-                             f"largest difference {worst:.1e} (tolerance {cl.TABLE_TOL:g})")})
+                             f"largest difference {worst:.1e} (tolerance {cl.TABLE_TOL:g})")},
+        {"critical": {str(b): _r(a) for b, (a, _) in table.items()}, "table_worst": worst})
 
 
 def e1_self_averaging(lengths: Mapping[str, tuple[float, float]]) -> ItemFindings:
     """E1's claim test: per setting ``(empirical q, theory q*)``; every relative error below
     `claims.Q_REL_TOL`."""
     err = {k: abs(e / t - 1) for k, (e, t) in lengths.items()}
-    return ItemFindings({"rel_error": err}, {"E1-self-averaging": Finding(
+    return ItemFindings({"E1-self-averaging": Finding(
         bool(all(v < cl.Q_REL_TOL for v in err.values())),
         {k: f"{e:.4f} vs {t:.4f}" for k, (e, t) in lengths.items()},
-        f"largest relative error {max(err.values()):.3f} (tolerance {cl.Q_REL_TOL:g})")})
+        f"largest relative error {max(err.values()):.3f} (tolerance {cl.Q_REL_TOL:g})")}, {"rel_error": err})
 
 
 # ----------------------------------------------------------------------------- E2
@@ -84,8 +71,8 @@ def e2_maps(q_emp: Mapping[str, Sequence[float]], q_th: Mapping[str, Sequence[fl
            for k in q_emp}
     ok = all(v["q rel. err (max)"] < cl.Q_REL_TOL and v["c abs. err (max)"] < cl.C_ABS_TOL
              for v in err.values())
-    return ItemFindings({"errors": err}, {"E2": Finding(
-        bool(ok), {k: {kk: _r(vv) for kk, vv in v.items()} for k, v in err.items()})})
+    return ItemFindings({"E2": Finding(
+        bool(ok), {k: {kk: _r(vv) for kk, vv in v.items()} for k, v in err.items()})}, {"errors": err})
 
 
 # ----------------------------------------------------------------------------- E3
@@ -100,10 +87,10 @@ def e3_depth_scales(sigma_w2: Sequence[float], xi_c: Sequence[float], critical: 
     diffs = {s2: [abs(float(a) - b) for a, b in zip(table[s2], ref)]
              for s2, ref in cl.DEPTH_TABLE.items() if s2 in table}
     ok = bool(diffs) and all(d < t for row in diffs.values() for d, t in zip(row, cl.DEPTH_TOL))
-    return ItemFindings({"peak": peak, "step": step}, {
+    return ItemFindings({
         "E3-peak": Finding(bool(abs(peak - critical) <= step),
                            f"peak at {peak:.3f}, critical {critical:.4f} (grid step {step:.3f})"),
-        "E3-table": Finding(ok, {s2: [_r(v, 3) for v in table[s2]] for s2 in diffs})})
+        "E3-table": Finding(ok, {s2: [_r(v, 3) for v in table[s2]] for s2 in diffs})}, {"peak": peak, "step": step})
 
 
 def e3_contrast_depths(depths: Sequence[int], xi_c: Sequence[float],
@@ -165,9 +152,9 @@ def e3_trainability(acc, depths: Sequence[int], xi_c: Sequence[float], *,
               if inside.any() and (~inside).any() else math.nan)
     rows = [i for i in range(len(depths)) if inside[i].any() and not inside[i].all()]
     if not rows:
-        return Trainability({"pooled": pooled}, {"E3-6xi": Finding(
+        return Trainability({"E3-6xi": Finding(
             None, detail=f"every depth lies on one side of {factor:g} ξ_c at this profile: no "
-                         "comparison at equal depth")}, (), (), pooled)
+                         "comparison at equal depth")}, {"pooled": pooled}, (), (), pooled)
     per_seed = np.array([np.mean([a[s, i, inside[i]].mean() - a[s, i, ~inside[i]].mean()
                                   for i in rows]) for s in range(a.shape[0])])
     ev = CLAIMS["E3-6xi"].judge(mean_interval(per_seed))
@@ -175,12 +162,12 @@ def e3_trainability(acc, depths: Sequence[int], xi_c: Sequence[float], *,
     by_depth = {int(depths[i]): _r(np.mean(a[:, i, inside[i]]) - np.mean(a[:, i, ~inside[i]]), 3)
                 for i in rows}
     return Trainability(
-        {"by_depth": by_depth, "pooled": pooled},
         {"E3-6xi": Finding(ev, {"within − beyond, by depth (mean over seeds)": by_depth,
                                 "pooled over depths (seed 0, confounded)": _r(pooled, 3)},
                            f"compared at equal depth (depths {list(used)}), "
                            f"{a.shape[0]} seed(s); short runs: where training starts quickly, "
                            "not final trainability")},
+        {"by_depth": by_depth, "pooled": pooled},
         used, tuple(float(v) for v in per_seed), pooled)
 
 
@@ -213,7 +200,7 @@ def e4_gradients(delta_sq: Mapping[str, Any], chi1: Mapping[str, float]) -> Item
         ev = CLAIMS[f"E4-{n}"].judge(mean_interval(x))
         found[f"E4-{n}"] = Finding(ev, {**ours[n], "judged": ev.text(4)},
                                    f"t over {x.size} seeds")
-    return ItemFindings({"slopes": {n: s.tolist() for n, s in slopes.items()}}, found)
+    return ItemFindings(found, {"slopes": {n: s.tolist() for n, s in slopes.items()}})
 
 
 def e5_curve_length(chaotic_slope: float, chaotic_chi1: float,
@@ -222,9 +209,9 @@ def e5_curve_length(chaotic_slope: float, chaotic_chi1: float,
     ``1/2 log chi_1``, and the ordered curve ending shorter than it started."""
     half = 0.5 * math.log(chaotic_chi1)
     ok = abs(chaotic_slope / half - 1) < cl.LENGTH_REL_TOL and ordered_final_ratio < 1
-    return ItemFindings({}, {"E5": Finding(bool(ok), {
+    return ItemFindings({"E5": Finding(bool(ok), {
         "chaotic": {"slope": _r(chaotic_slope), "½ log χ₁": _r(half)},
-        "ordered": {"final / initial": _r(ordered_final_ratio)}})})
+        "ordered": {"final / initial": _r(ordered_final_ratio)}})}, {})
 
 
 # ----------------------------------------------------------------------------- E6
@@ -240,14 +227,14 @@ def e6_jacobian(var: Mapping[tuple[str, str], float], theory_var: Mapping[tuple[
     crit = {f"{c} / {i}": float(mean[(c, i)]) for c in critical
             for i in ("gaussian", "orthogonal")}
     lo, hi = cl.MEAN_LAMBDA
-    return ItemFindings({"mean_at_criticality": crit}, {
+    return ItemFindings({
         "E6-linear": Finding(bool(var[(linear, "orthogonal")] < cl.ISOMETRY_VAR),
                              float(var[(linear, "orthogonal")])),
         "E6-orthogonal": Finding(bool(o < cl.ORTH_GAIN * g and abs(o / t - 1) < cl.ORTH_THEORY_TOL),
                                  {"orthogonal": _r(o), "gaussian": _r(g, 2),
                                   "theory (orthogonal)": _r(t)}),
         "E6-mean": Finding(bool(all(lo <= v <= hi for v in crit.values())),
-                           {k: _r(v, 3) for k, v in crit.items()})})
+                           {k: _r(v, 3) for k, v in crit.items()})}, {"mean_at_criticality": crit})
 
 
 # ----------------------------------------------------------------------------- E7, E8
@@ -269,13 +256,13 @@ def e7_rank_collapse(res: Mapping[str, Sequence[Sequence[float]]], slope: float,
         ev = CLAIMS[cid].judge(mean_interval(x))
         return Finding(ev, ev.text(digits), f"t over {x.size} seeds")
 
-    return ItemFindings({}, {
+    return ItemFindings({
         "E7-pure": judged("E7-pure", pure),
         "E7-skip": judged("E7-skip", skip, 4),
         "E7-ln": judged("E7-ln", ln),
         "E7-slope": Finding(bool(abs(slope - math.log(3)) <= cl.SLOPE_TOL),
                             {"slope": _r(slope, 3), "log 3": _r(math.log(3), 3)}, fit_note),
-        "E7-cubic": Finding(bool(abs(exponent - cl.CUBIC) <= cl.CUBIC_TOL), _r(exponent, 3))})
+        "E7-cubic": Finding(bool(abs(exponent - cl.CUBIC) <= cl.CUBIC_TOL), _r(exponent, 3))}, {})
 
 
 def e8_linformer(ks: Sequence[int], error_at_t1: Sequence[float],
@@ -284,9 +271,9 @@ def e8_linformer(ks: Sequence[int], error_at_t1: Sequence[float],
     smallest ``k``'s; the log-log growth of wall time with ``n`` (``(exact, Linformer)``)
     smaller for Linformer."""
     err = [float(e) for e in error_at_t1]
-    return ItemFindings({}, {
+    return ItemFindings({
         "E8-error": Finding(bool(err[-1] < err[0]), dict(zip(map(int, ks), (_r(e, 3) for e in err)))),
         "E8-time": Finding(bool(growth[1] < growth[0]),
                            {"exact": _r(growth[0], 2), "Linformer": _r(growth[1], 2)},
                            "log-log slope of time against n (2 = quadratic, 1 = linear); wall "
-                           "clock on this machine")})
+                           "clock on this machine")}, {})

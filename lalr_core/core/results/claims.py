@@ -23,7 +23,8 @@ not have decided it even had it held exactly: REPORT.md says "underpowered at th
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from lalr_core.core.results.evidence import SIDES, Evidence
@@ -130,6 +131,17 @@ class Finding:
         if isinstance(self.evidence, Evidence):
             return self.evidence.verdict
         return {True: "PASS", False: "FAIL", None: "N/A"}[self.evidence]
+
+
+@dataclass(frozen=True)
+class ItemFindings:
+    """What one source item's function found: claim id -> `Finding`, in recording order, and
+    the numbers behind them (JSON-ready, for tables and rendered prose). A chapter may extend
+    it with the item's own fields; ``FigureWriter.record_all`` records every finding under its
+    claim."""
+
+    findings: Mapping[str, Finding] = field(default_factory=dict)
+    numbers: Mapping[str, Any] = field(default_factory=dict)
 
 
 def underpowered(evidence: Evidence, source_effect: float | None) -> bool:

@@ -17,6 +17,7 @@ import json
 import math
 import os
 import re
+from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
@@ -25,7 +26,13 @@ import pandas as pd
 from lalr_core.core import progress
 from lalr_core.core.atomic_io import atomic_write, atomic_write_text, canonical_json
 from lalr_core.core.loop.config import check_profile
-from lalr_core.core.results.claims import Claim, Finding, check_kind, underpowered
+from lalr_core.core.results.claims import (
+    Claim,
+    Finding,
+    ItemFindings,
+    check_kind,
+    underpowered,
+)
 from lalr_core.core.results.evidence import Evidence
 from lalr_core.core.results.inventory import inventory_count
 from lalr_core.core.results.provenance import git_info, provenance, repo_root, utc_timestamp
@@ -367,6 +374,21 @@ class FigureWriter:
         """Record ``finding`` (what a claim's function found) as ``claim``'s check."""
         return self.check_claim(claim, finding.evidence, detail=finding.detail,
                                 ours=finding.ours, **kwargs)
+
+    def record_all(self, claims: Mapping[str, Claim], item: ItemFindings,
+                   **per_claim: dict) -> ItemFindings:
+        """Record each finding of ``item`` under its claim in ``claims`` (``per_claim``: a
+        claim id -> extra keyword arguments of `check`, e.g. ``source=``); returns ``item``.
+
+        Raises:
+            ValueError: a finding for a claim ``claims`` does not hold (before recording any).
+        """
+        unknown = sorted(set(item.findings) - set(claims))
+        if unknown:
+            raise ValueError(f"findings for unknown claims: {unknown}")
+        for cid, finding in item.findings.items():
+            self.record(claims[cid], finding, **per_claim.get(cid, {}))
+        return item
 
 
 def read_checks(path) -> list[dict]:

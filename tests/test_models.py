@@ -288,3 +288,22 @@ def test_poisson_vae_loss_matches_the_hand_computation():
     torch.testing.assert_close(poisson_vae_loss(counts, log_rate, mu, logvar), expect)
     with pytest.raises(ValueError, match="shapes"):
         poisson_vae_loss(counts[:, :4], log_rate, mu, logvar)
+
+
+@pytest.mark.parametrize("name", ["resnet20", "basic_cnn", "mlp", "resnet18_mini"])
+def test_a_width_below_one_channel_is_refused_not_clamped(name):
+    """width=1e-9 once trained a 206-parameter net in silence: every layer clamped to 1."""
+    kwargs = {"in_channels": 1} if name == "mlp" else {}
+    with pytest.raises(ValueError, match="rounds to none; use width >"):
+        build_model(name, width=1e-9, **kwargs)
+    from lalr_core.core.models.ssl import PoissonVAE
+    with pytest.raises(ValueError, match="rounds to none"):
+        PoissonVAE(width=1e-9)
+
+
+def test_the_smallest_width_keeps_one_channel_per_layer():
+    from lalr_core.core.models.widths import scaled_channels
+    assert scaled_channels(16, 1 / 16) == 1 and scaled_channels(16, 0.25) == 4
+    assert scaled_channels(16, 0.05) == 1          # 0.8 channels round to one
+    with pytest.raises(ValueError, match="16 channels"):
+        scaled_channels(16, 0.03)                  # 0.48 channels round to none

@@ -25,6 +25,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from lalr_core.core.models.widths import scaled_channels
+
 __all__ = [
     "CIFAR_MODEL_NAMES", "CifarDenseNet", "CifarMobileNetV2", "CifarResNet4Stage",
     "CifarVGG", "CifarWideResNet", "build_cifar_model",
@@ -55,9 +57,7 @@ CIFAR_MODEL_NAMES = ("resnet18_cifar", "resnet34_cifar", "resnet101_cifar", "res
                      *MINI_MODELS)
 
 
-def _scaled(channels: int, width: float) -> int:
-    """``lalr_core.core.models.networks``'s rule (kept here to avoid a circular import)."""
-    return max(1, round(channels * width))
+_scaled = scaled_channels  # one rule for every model
 
 
 def _check_width(width: float) -> None:

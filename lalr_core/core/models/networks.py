@@ -23,6 +23,7 @@ from torch import nn
 
 from lalr_core.core.models.cifar import CIFAR_MODEL_NAMES, build_cifar_model
 from lalr_core.core.models.ssl import BarlowTwins, PoissonVAE, barlow_twins_loss, poisson_vae_loss
+from lalr_core.core.models.widths import scaled_channels
 
 __all__ = [
     "CIFAR_MODEL_NAMES", "MLP", "MODEL_NAMES", "TORCHVISION_NAMES", "BarlowTwins", "BasicCNN",
@@ -37,8 +38,7 @@ TORCHVISION_ARCHS = ("resnet18", "resnet34", "resnet50", "densenet121", "densene
 TORCHVISION_NAMES = tuple(f"{arch}_tv" for arch in TORCHVISION_ARCHS)
 
 
-def _scaled(channels: int, width: float) -> int:
-    return max(1, round(channels * width))
+_scaled = scaled_channels  # one rule for every model
 
 
 # ----------------------------------------------------------------------------- CIFAR ResNet

@@ -13,6 +13,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from lalr_core.core.models.widths import scaled_channels
+
 
 def _check_batch_matrix(name: str, z: torch.Tensor) -> None:
     if z.ndim != 2 or z.shape[0] < 2:
@@ -45,7 +47,7 @@ class PoissonVAE(nn.Module):
         if min(in_features, hidden, latent) < 1 or width <= 0:
             raise ValueError(f"invalid sizes: in_features={in_features}, hidden={hidden}, "
                              f"latent={latent}, width={width}")
-        h = max(1, round(hidden * width))
+        h = scaled_channels(hidden, width)
         self.latent = latent
         self.encoder = nn.Sequential(nn.Flatten(), nn.Linear(in_features, h), nn.ReLU(),
                                      nn.Linear(h, 2 * latent))

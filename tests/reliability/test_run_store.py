@@ -6,10 +6,12 @@ Oracles: pids read from /proc, a counter file every real computation appends a l
 Processes that must die (or race) are subprocesses running this module's units.
 """
 
+import hashlib
 import json
 import logging
 import os
 import pathlib
+import pickle
 import re
 import signal
 import subprocess
@@ -395,4 +397,52 @@ def test_cli_du_and_prune(tmp_path):
     assert str(moved) in cli("prune", "--dry-run") and moved.exists()
     assert str(moved) in cli("prune") and not moved.exists()
     assert re.search(r"corrupt\s+0\s", cli("du"))
+    assert cache.get("u", {"a": 1}) == "ok"
+
+
+@pytest.mark.parametrize("damage", ["truncate", "swapped", "bad_meta", "not_a_pickle"])
+def test_verify_finds_entries_damaged_in_place_and_prune_removes_only_them(tmp_path, damage):
+    """Without --verify an entry damaged in place counts as valid (du reads no checksum);
+    with it, du counts it apart and prune removes it, leaving every valid entry."""
+    cache = RunCache(tmp_path / "runs", version="t")
+    good = [cache.put("u", {"a": i}, list(range(100 * i))) for i in (1, 2)]
+    bad = cache.put("u", {"a": 3}, list(range(300)))
+    pkl, meta = bad / "result.pkl", bad / "meta.json"
+    if damage == "truncate":
+        pkl.write_bytes(pkl.read_bytes()[:-9])
+    elif damage == "swapped":
+        pkl.write_bytes(pickle.dumps([0, 1, 2]))
+    elif damage == "bad_meta":
+        meta.write_text("{not json")
+    else:  # the checksum matches, but the bytes are no pickle
+        junk = b"not a pickle"
+        pkl.write_bytes(junk)
+        record = json.loads(meta.read_text())
+        meta.write_text(json.dumps({**record, "result_sha256": hashlib.sha256(junk).hexdigest()}))
+    assert cache.du()["entries"]["count"] == 3 and cache.du()["damaged"]["count"] == 0
+    checked = cache.du(verify=True)
+    assert checked["entries"]["count"] == 2 and checked["damaged"]["count"] == 1
+    assert cache.prune() == [] and bad.exists()
+    assert cache.prune(verify=True, dry_run=True) == [bad] and bad.exists()
+    assert cache.prune(verify=True) == [bad] and not bad.exists()
+    assert all(p.exists() for p in good)
+    assert [cache.get("u", {"a": i}) for i in (1, 2)] == [list(range(100)), list(range(200))]
+
+
+def test_cli_verify(tmp_path):
+    cache = RunCache(tmp_path / "runs", version="t")
+    cache.put("u", {"a": 1}, "ok")
+    bad = cache.put("u", {"a": 2}, "soon damaged")
+    (bad / "result.pkl").write_bytes(b"x")
+
+    def cli(*args):
+        done = subprocess.run([sys.executable, "-m", "lalr_core.core.runs", *args,
+                               "--root", str(cache.root)], cwd=REPO, capture_output=True,
+                              text=True, timeout=60, check=False)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    assert re.search(r"damaged\s+0\s", cli("du")) and re.search(r"entries\s+2\s", cli("du"))
+    assert re.search(r"damaged\s+1\s", cli("du", "--verify"))
+    assert str(bad) in cli("prune", "--verify") and not bad.exists()
     assert cache.get("u", {"a": 1}) == "ok"

@@ -2,7 +2,8 @@
 
 ``du`` prints `RunCache.du` as a table; ``prune`` deletes what `RunCache.prune` may (entries
 moved aside as corrupt, stale temporaries and locks, checkpoints of finished units) and lists
-it. ``--root`` defaults to the cache `RunCache()` uses (``$LALR_RUNS_ROOT`` or ``data/runs``).
+it. ``--verify`` reads every entry and checks its checksum: ``du`` counts the damaged ones apart,
+``prune`` removes them (nothing valid is touched). ``--root`` defaults to the cache `RunCache()` uses (``$LALR_RUNS_ROOT`` or ``data/runs``).
 """
 
 from __future__ import annotations
@@ -34,17 +35,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--checkpoints", action="store_true",
                         help="prune: also delete checkpoints of unfinished, idle units")
     parser.add_argument("--dry-run", action="store_true", help="prune: only list")
+    parser.add_argument("--verify", action="store_true",
+                        help="read every entry and check its checksum (du: count the damaged "
+                        "ones; prune: remove them)")
     args = parser.parse_args(argv)
     cache = RunCache(args.root, version="any")  # the version only enters keys, unused here
     if args.command == "du":
         print(cache.root)
         print(f"{'category':<22}{'count':>8}{'size':>12}")
-        for category, row in cache.du(min_age_s=args.min_age).items():
+        for category, row in cache.du(min_age_s=args.min_age, verify=args.verify).items():
             print(f"{category:<22}{row['count']:>8}{human(row['bytes']):>12}")
         return 0
     before = cache.du(min_age_s=args.min_age)["total"]["bytes"]
     removed = cache.prune(min_age_s=args.min_age, checkpoints=args.checkpoints,
-                          dry_run=args.dry_run)
+                          dry_run=args.dry_run, verify=args.verify)
     for path in removed:
         print(f"{'would remove' if args.dry_run else 'removed'} {path}")
     if not args.dry_run:

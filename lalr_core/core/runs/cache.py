@@ -157,13 +157,7 @@ class RunCache:
         if not entry.is_dir():
             return False, None
         try:
-            meta = json.loads((entry / META_FILE).read_text(encoding="utf-8"))
-            data = (entry / RESULT_FILE).read_bytes()
-            if hashlib.sha256(data).hexdigest() != meta["result_sha256"]:
-                raise ValueError("checksum of result.pkl does not match meta.json")
-            if meta["hash"] != entry.name:
-                raise ValueError(f"meta.json hash {meta['hash']!r} is not the entry's")
-            return True, pickle.loads(data)
+            return True, pickle.loads(housekeeping.verified_result(entry))
         except Exception as exc:  # noqa: BLE001 - any failure to read back: recompute
             self._move_aside(entry, exc)
             return False, None
@@ -271,36 +265,41 @@ class RunCache:
         name_dir.mkdir(parents=True, exist_ok=True)
         return unit_lock(name_dir / f"{LOCK_PREFIX}{unit.key}", f"{unit.name}/{unit.key}")
 
-    def du(self, *, min_age_s: float = housekeeping.STALE_AFTER_S) -> dict[str, dict]:
+    def du(self, *, min_age_s: float = housekeeping.STALE_AFTER_S,
+           verify: bool = False) -> dict[str, dict]:
         """Report the cache's size: ``{category: {"count": n, "bytes": b}}`` and ``"total"``.
 
         Categories (`lalr_core.core.runs.housekeeping.CATEGORIES`): entries, checkpoints of
         unfinished and of finished units, entries moved aside as corrupt, temporaries (stale
         once unchanged for `min_age_s` seconds), lock files (stale when no process holds
-        them), and other files. Checksums are not verified here.
+        them), and other files. With `verify`, every entry's result is read and checked against
+        its checksum: one damaged in place counts as ``damaged``, not as an entry (this reads
+        the whole cache).
         """
         report = {c: {"count": 0, "bytes": 0} for c in (*housekeeping.CATEGORIES, "total")}
-        for category, _, size in housekeeping.scan(self.root, min_age_s):
+        for category, _, size in housekeeping.scan(self.root, min_age_s, verify=verify):
             for row in (category, "total"):
                 report[row]["count"] += 1
                 report[row]["bytes"] += size
         return report
 
     def prune(self, *, min_age_s: float = housekeeping.STALE_AFTER_S, checkpoints: bool = False,
-              dry_run: bool = False) -> list[pathlib.Path]:
+              dry_run: bool = False, verify: bool = False) -> list[pathlib.Path]:
         """Delete moved-aside entries and stale leftovers; valid entries are never touched.
 
         Removes corrupt entries, temporaries unchanged for `min_age_s` seconds (younger ones
         may be a live writer's), checkpoints of finished units and lock files no process
         holds. With `checkpoints`, also the checkpoints of unfinished units that no process
-        is computing now (a later sweep then starts those units from scratch).
+        is computing now (a later sweep then starts those units from scratch). With `verify`,
+        also the entries damaged in place (their checksum fails; a later lookup would
+        recompute them anyway).
 
         Returns:
             The paths removed (with `dry_run`: that would be removed).
         """
         removable = (*housekeeping.REMOVABLE, *(("checkpoints",) if checkpoints else ()))
         removed = []
-        for category, path, _ in list(housekeeping.scan(self.root, min_age_s)):
+        for category, path, _ in list(housekeeping.scan(self.root, min_age_s, verify=verify)):
             if category not in removable or (category == "checkpoints" and housekeeping.in_use(
                     path.parent, path.name[len(CKPT_PREFIX):])):
                 continue

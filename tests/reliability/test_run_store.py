@@ -378,6 +378,15 @@ def test_du_reports_and_prune_removes_moved_aside_entries_and_stale_leftovers(tm
     assert after["entries"] == report["entries"]
 
 
+def _cli(cache: RunCache, *args: str) -> str:
+    """``python -m lalr_core.core.runs <args> --root <cache>``'s output (it must succeed)."""
+    done = subprocess.run([sys.executable, "-m", "lalr_core.core.runs", *args,
+                           "--root", str(cache.root)], cwd=REPO, capture_output=True,
+                          text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
 def test_cli_du_and_prune(tmp_path):
     cache = RunCache(tmp_path / "runs", version="t")
     cache.put("u", {"a": 1}, "ok")
@@ -386,11 +395,7 @@ def test_cli_du_and_prune(tmp_path):
     (moved / "result.pkl").write_bytes(b"z" * 2048)
 
     def cli(*args):
-        done = subprocess.run([sys.executable, "-m", "lalr_core.core.runs", *args,
-                               "--root", str(cache.root)], cwd=REPO, capture_output=True,
-                              text=True, timeout=60, check=False)
-        assert done.returncode == 0, done.stderr
-        return done.stdout
+        return _cli(cache, *args)
 
     assert re.search(r"corrupt\s+1\s", cli("du"))
     assert moved.exists()
@@ -436,11 +441,7 @@ def test_cli_verify(tmp_path):
     (bad / "result.pkl").write_bytes(b"x")
 
     def cli(*args):
-        done = subprocess.run([sys.executable, "-m", "lalr_core.core.runs", *args,
-                               "--root", str(cache.root)], cwd=REPO, capture_output=True,
-                              text=True, timeout=60, check=False)
-        assert done.returncode == 0, done.stderr
-        return done.stdout
+        return _cli(cache, *args)
 
     assert re.search(r"damaged\s+0\s", cli("du")) and re.search(r"entries\s+2\s", cli("du"))
     assert re.search(r"damaged\s+1\s", cli("du", "--verify"))

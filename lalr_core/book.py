@@ -35,7 +35,7 @@ from nbconvert import HTMLExporter
 
 from lalr_core.core.results.evidence import VERDICTS
 from lalr_core.core.results.inventory import default_inventory, read_inventory
-from lalr_core.core.results.report import check_kind_of, item_records, load_checks
+from lalr_core.core.results.report import item_records, load_checks, split_sanity
 from lalr_core.core.results.writer import default_root, validate_profile
 
 BOOK_DIR = "book"
@@ -155,8 +155,8 @@ def _badge(verdict: str, n: int | None = None) -> str:
 def _verdict_badges(checks: list[dict]) -> str:
     """The claim tests' verdicts (one badge for one test, else a count per verdict) and the
     number of sanity checks apart; ``no check`` for none."""
-    claims = [c for c in checks if check_kind_of(c) != "sanity"]
-    n_sanity = len(checks) - len(claims)
+    claims, sanity = split_sanity(checks)
+    n_sanity = len(sanity)
     sanity = f' <span class="verdict na">sanity {n_sanity}</span>' if n_sanity else ""
     if not claims:
         return (sanity.strip() if sanity else '<span class="verdict nocheck">no check</span>')
@@ -240,13 +240,13 @@ def _index(profile: str, chapters: dict, not_run: list[str]) -> str:
                      "; their items are listed in REPORT.md.</p>")
     for ch, (page, records, anchors) in chapters.items():
         checks = [c for r in records for c in r["checks"]]
-        claims = [c for c in checks if check_kind_of(c) != "sanity"]
+        claims, sanity = split_sanity(checks)
         counts = Counter(c.get("verdict") for c in claims)
         summary = " ".join(_badge(v, counts[v]) for v in VERDICTS if counts.get(v))
         present = sum(bool(r["files"]) for r in records)
         parts.append(f'<h2 id="{_e(ch)}"><a href="{_e(page)}">{_e(ch)}</a></h2>'
                      f"<p>{len(records)} items, {present} with outputs; claim tests: "
-                     f"{summary or 'none'}; sanity checks: {len(checks) - len(claims)}</p>")
+                     f"{summary or 'none'}; sanity checks: {len(sanity)}</p>")
         if records:
             rows = "\n".join(_item_row(r, page, anchors.get(r["item_id"])) for r in records)
             parts.append("<table><tr><th>item</th><th>kind</th><th>caption</th><th>verdict</th>"

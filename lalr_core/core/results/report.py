@@ -70,6 +70,13 @@ def check_kind_of(check: dict) -> str:
     return check.get("kind") or "unclassified"
 
 
+def split_sanity(checks: list[dict]) -> tuple[list[dict], list[dict]]:
+    """``(judged, sanity)``: the records shown as verdicts (claim tests, and records written
+    before kinds) and the sanity checks, each in their order."""
+    judged = [c for c in checks if check_kind_of(c) != "sanity"]
+    return judged, [c for c in checks if check_kind_of(c) == "sanity"]
+
+
 def _files(profile_dir: Path, chapter: str, item_id: str) -> dict[str, str]:
     """The item's existing output files: kind -> path relative to ``profile_dir``."""
     paths = {kind: f"{chapter}/{item_id}.{kind}" for kind in _FILE_KINDS}
@@ -156,8 +163,8 @@ def _item_table(records: list[dict]) -> tuple[list[str], int]:
     for rec in records:
         links = [f"[{kind}]({rel})" for kind, rel in rec["files"].items()]
         present += bool(links)
-        claims = [c for c in rec["checks"] if check_kind_of(c) != "sanity"]
-        n_sanity = len(rec["checks"]) - len(claims)
+        claims, sanity = split_sanity(rec["checks"])
+        n_sanity = len(sanity)
         verdicts = "<br>".join(_verdict_text(c) for c in claims) or (
             f"no claim test ({n_sanity} sanity checks below)" if n_sanity else "no check")
         cells = [rec["chapter"], rec["item_id"], rec["kind"], rec["caption"],
@@ -233,8 +240,7 @@ def _timings_section(timings: list[dict]) -> list[str]:
 def render_report(profile: str, profile_dir: Path, rows: list[dict]) -> str:
     """The text of ``REPORT.md`` for ``rows`` of the inventory and ``profile_dir``'s outputs."""
     checks = load_checks(profile_dir)
-    sanity = [c for c in checks if check_kind_of(c) == "sanity"]
-    judged = [c for c in checks if check_kind_of(c) != "sanity"]
+    judged, sanity = split_sanity(checks)
     known = {(r["chapter"], r["item_id"]) for r in rows}
     others = [c for c in judged if (c["chapter"], c["item_id"]) not in known]
     table, present = _item_table(item_records(profile_dir, rows, checks))

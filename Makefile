@@ -6,6 +6,7 @@ PY := $(VENV)/bin/python
 PROFILE ?= quick
 CHAPTERS ?= all
 DRY_RUN ?=
+REHEARSE ?=
 EXECUTOR ?=
 COMPILE ?=
 # The environment is rebuilt only when the pins change (the stamp carries their hash).
@@ -28,7 +29,8 @@ data: env
 
 figures: env
 	$(if $(COMPILE),LALR_COMPILE=$(COMPILE)) $(PY) -m lalr_core.driver --profile $(PROFILE) --chapters $(CHAPTERS) \
-		$(if $(EXECUTOR),--executor $(EXECUTOR)) $(if $(filter-out 0,$(DRY_RUN)),--dry-run)
+		$(if $(EXECUTOR),--executor $(EXECUTOR)) $(if $(filter-out 0,$(DRY_RUN)),--dry-run) \
+		$(if $(filter-out 0,$(REHEARSE)),--rehearse)
 
 book: env
 	$(PY) -m lalr_core.book --profile $(PROFILE)
@@ -46,5 +48,5 @@ prune: env
 	$(PY) -m lalr_core.core.runs prune
 
 clean:
-	rm -rf figures/smoke figures/quick data/runs .pytest_cache
+	rm -rf figures/smoke figures/quick figures/rehearsal data/runs data/runs-rehearsal .pytest_cache
 	find . -name __pycache__ -prune -exec rm -rf {} +

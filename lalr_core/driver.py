@@ -4,7 +4,8 @@
 chapters need (before any notebook starts), executes each chapter notebook with papermill at
 the profile, writes the executed copies to ``figures/<profile>/notebooks/``, prints each
 notebook's time, records ``timings.json``, rebuilds ``REPORT.md``, and exits non-zero naming
-the notebook and cell of any failure.
+the notebook and cell of any failure. ``--rehearse`` does the same with every training run cut
+to a few steps (`lalr_core.core.rehearsal`), into ``figures/rehearsal/<profile>/``.
 """
 
 from __future__ import annotations
@@ -23,10 +24,13 @@ from lalr_core.chapters import CHAPTERS, chapter_settings, prepared_datasets
 from lalr_core.core.data import DatasetMissingError, ensure_dataset
 from lalr_core.core.loop.config import check_profile
 from lalr_core.core.progress import PROGRESS_ENV, follow
+from lalr_core.core.rehearsal import REHEARSE_ENV
 from lalr_core.core.results.provenance import repo_root
 from lalr_core.core.results.report import build_report
 from lalr_core.core.results.writer import FIGURES_ENV, default_root
 from lalr_core.core.runs import EXECUTOR_ENV, EXECUTORS
+from lalr_core.core.runs.chapter import SKIP_ENV
+from lalr_core.placement import CPU_BUDGET_MIN
 from lalr_core.plan import dry_run
 
 
@@ -63,8 +67,9 @@ def select_chapters(requested: str | None, available: dict[str, Path]) -> list[s
     return chosen
 
 
-def prepare_data(chapters: list[str], profile: str) -> None:
-    """Make every real dataset the chapters use at ``profile`` available (or raise).
+def prepare_data(chapters: list[str], profile: str, required: bool = True) -> None:
+    """Make every real dataset the chapters use at ``profile`` available (or raise; with
+    ``required`` False, say what is missing and go on: the placement skips what needs it).
 
     This explicit data step is the only place that may install a system package: as root,
     offline, Fashion-MNIST comes from Debian's ``dataset-fashion-mnist`` (``apt-get``), and
@@ -77,7 +82,18 @@ def prepare_data(chapters: list[str], profile: str) -> None:
     for name in sorted(needed):
         print(f"data: ensuring {name} (if it is missing, this step may download it or, as "
               f"root, apt-get install a Debian package) ...", flush=True)
-        ensure_dataset(name, allow_apt=True)
+        try:
+            ensure_dataset(name, allow_apt=True)
+        except DatasetMissingError as exc:
+            if required:
+                raise
+            print(f"data: {name} is missing; what needs it is skipped ({exc})", flush=True)
+
+
+def _has_gpu() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
 
 
 def _failure_message(nb: Path, exc: Exception) -> str:
@@ -109,14 +125,45 @@ def _kernel_manager_class():
     return LocalSocketKernelManager
 
 
+def place(chapters: list[str], notebooks: dict[str, Path], profile: str, out_root: Path,
+          budget_min: float) -> dict[str, dict]:
+    """Chapter -> its placement (`lalr_core.placement.place_notebook`) on this machine, from
+    the dry run's plan; written to ``<out>/<profile>/placement.json`` and printed."""
+    from lalr_core.placement import place_notebook
+    from lalr_core.plan import build_plan
+
+    plan = build_plan(chapters, profile)
+    ref = plan["calibration"]["reference_flops_per_example"]
+    placed = {p["id"]: place_notebook(notebooks[p["id"]], p, plan["data"], ref, budget_min)
+              for p in plan["chapters"]}
+    path = out_root / profile / "placement.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"budget_cpu_min": budget_min, "chapters": {
+        c: {"run": p["run"], "reasons": p["reasons"], "unmarked": p.get("unmarked", []),
+            "skipped_cells": len(p["skipped"])} for c, p in placed.items()}}, indent=1))
+    for c, p in placed.items():
+        if p["run"] != "all":
+            what = "skipped" if p["run"] == "none" else f"{len(p['skipped'])} cells skipped"
+            print(f"[{profile}] chapter {c}: {what} on this machine:", flush=True)
+            for section, why in p["reasons"].items():
+                print(f"    {section}: {why}", flush=True)
+    return placed
+
+
 def run_notebooks(chapters: list[str], notebooks: dict[str, Path], profile: str,
-                  out_root: Path, executor: str | None = None) -> list[dict]:
+                  out_root: Path, executor: str | None = None,
+                  placed: dict[str, dict] | None = None) -> list[dict]:
     """Execute the notebooks; returns one timing record per notebook.
 
     While a notebook runs, what its sweeps, runs and saved items report
-    (`lalr_core.core.progress`) is copied to this terminal.
+    (`lalr_core.core.progress`) is copied to this terminal. With ``placed`` (`place`), a
+    notebook placed elsewhere is not run, and one placed in part runs without its skipped
+    cells.
     """
+    import nbformat
     import papermill as pm  # slow import, only when executing
+
+    from lalr_core.placement import without_cells
 
     out_dir = out_root / profile / "notebooks"
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -132,6 +179,16 @@ def run_notebooks(chapters: list[str], notebooks: dict[str, Path], profile: str,
     records = []
     for chapter in chapters:
         nb = notebooks[chapter]
+        where = (placed or {}).get(chapter, {"run": "all"})
+        if where["run"] == "none":
+            print(f"[{profile}] {nb.name}: skipped on this machine", flush=True)
+            records.append({"notebook": nb.name, "seconds": 0.0, "status": "skipped here"})
+            continue
+        source = nb
+        if where["run"] == "part":  # the copy without the cells placed elsewhere
+            source = out_dir / f".{nb.stem}.placed.ipynb"
+            nbformat.write(without_cells(nbformat.read(nb, as_version=4), where["skipped"]),
+                           source)
         t0 = time.perf_counter()
         print(f"[{profile}] {nb.name} ...", flush=True)
         stop = threading.Event()
@@ -139,7 +196,7 @@ def run_notebooks(chapters: list[str], notebooks: dict[str, Path], profile: str,
                                     kwargs={"log": readable}, daemon=True)
         follower.start()
         try:
-            pm.execute_notebook(str(nb), str(out_dir / nb.name), parameters={"profile": profile},
+            pm.execute_notebook(str(source), str(out_dir / nb.name), parameters={"profile": profile},
                                 cwd=str(nb.parent), progress_bar=False, kernel_name="python3",
                                 kernel_manager_class=_kernel_manager_class())
             status = "ok"
@@ -148,6 +205,8 @@ def run_notebooks(chapters: list[str], notebooks: dict[str, Path], profile: str,
         finally:
             stop.set()
             follower.join()
+            if source != nb:
+                source.unlink(missing_ok=True)
         seconds = time.perf_counter() - t0
         print(f"[{profile}] {nb.name}: {status} in {seconds:.1f} s", flush=True)
         records.append({"notebook": nb.name, "seconds": round(seconds, 1), "status": status})
@@ -169,6 +228,14 @@ def main(argv: list[str] | None = None) -> int:
                              "$LALR_EXECUTOR or local")
     parser.add_argument("--data-only", action="store_true",
                         help="only make the chapters' data available (`make data`)")
+    parser.add_argument("--rehearse", action="store_true",
+                        help="run every notebook to its end with each training run cut to a "
+                             "few steps (synthetic data where the real data is absent), into "
+                             "<out>/rehearsal/ and a separate run cache; nothing is a result")
+    parser.add_argument("--cpu-budget", type=float, default=None, metavar="MINUTES",
+                        help="at the paper profile without a GPU, skip a notebook part whose "
+                             "training runs are estimated above this many CPU minutes (default "
+                             "20); 0 skips every part that trains, 'inf' runs everything")
     parser.add_argument("--dry-run", action="store_true",
                         help="build and check every run, print the plan with GPU-hours and "
                              "write plan.json; train, download or install nothing")
@@ -182,21 +249,39 @@ def main(argv: list[str] | None = None) -> int:
         chapters = select_chapters(args.chapters, notebooks)
         if args.dry_run:  # before the data step: a dry run only reports
             return dry_run(chapters, profile, Path(args.out))
-        prepare_data(chapters, profile)
+        if args.rehearse and args.data_only:
+            raise ValueError("--rehearse needs no data step (absent data is drawn synthetic); "
+                             "drop --data-only")
+        budget = CPU_BUDGET_MIN if args.cpu_budget is None else args.cpu_budget
+        if not budget >= 0:  # NaN too
+            raise ValueError(f"--cpu-budget must be >= 0 minutes, got {args.cpu_budget}")
+        # At paper on a machine without a GPU, what fits runs here and the rest is skipped.
+        placing = profile == "paper" and not (args.rehearse or args.data_only) \
+            and not _has_gpu()
+        if not args.rehearse:
+            prepare_data(chapters, profile, required=not placing)
     except (ValueError, DatasetMissingError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     if args.data_only:
         return 0
+    out = Path(args.out)
+    placed = place(chapters, notebooks, profile, out, budget) if placing else None
+    if placed:  # the kernels train none of the runs of the sections placed elsewhere
+        os.environ[SKIP_ENV] = json.dumps({c: p["sections"] for c, p in placed.items()
+                                           if p["run"] == "part"})
+    if args.rehearse:  # the kernels inherit the flag; outputs and runs go apart
+        os.environ[REHEARSE_ENV] = "1"
+        out = out / "rehearsal"
     t0 = time.perf_counter()
-    records = run_notebooks(chapters, notebooks, profile, Path(args.out), args.executor)
-    timings = Path(args.out) / profile / "timings.json"
+    records = run_notebooks(chapters, notebooks, profile, out, args.executor, placed)
+    timings = out / profile / "timings.json"
     previous = {r["notebook"]: r for r in json.loads(timings.read_text())} if timings.exists() else {}
     previous.update({r["notebook"]: r for r in records})
     timings.write_text(json.dumps(list(previous.values()), indent=1))
-    report = build_report(profile, root=Path(args.out))
+    report = build_report(profile, root=out)
     print(f"total {time.perf_counter() - t0:.1f} s; report: {report}")
-    failed = [r for r in records if r["status"] != "ok"]
+    failed = [r for r in records if r["status"] not in ("ok", "skipped here")]
     for r in failed:
         print(r["status"], file=sys.stderr)
     return 1 if failed else 0

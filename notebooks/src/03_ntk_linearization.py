@@ -666,7 +666,7 @@ out.record(CLAIMS["E16"], Finding(
     detail=f"{S.nngp_seeds} random nets per width; the 'conditional' sampler draws each "
            "layer's pre-activations given the previous layer (same law as sampling weights)"))
 
-# %% [markdown]
+# %% [markdown] tags=["runs:nlp"]
 # ## The source's own setting · RoBERTa-base + LoRA on GLUE (paper; tiny at smoke)
 #
 # With `nlp_model` (the optional `nlp` extra; the weights and GLUE come from the Hugging Face
@@ -678,7 +678,7 @@ out.record(CLAIMS["E16"], Finding(
 # they run wherever the fine-tuning does. Claim tests as in table T-002-1 (distance in every
 # seed; Spearman with λ by seed, which needs `nlp_seeds` ≥ 2).
 
-# %%
+# %% tags=["runs:nlp"]
 NLP = nt.nlp_runs(S)
 if NLP:
     nrows = []

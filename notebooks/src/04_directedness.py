@@ -387,7 +387,7 @@ sanity("fig3.16B", "low noise: AR psi far above 1/sqrt(t) (psi(100) > 0.4) and r
                 "$\\mathbb{E}[\\psi(t)]$ and the empirical $\\psi(t)$ remain substantially higher "
                 "than the random walk line throughout.")
 
-# %% [markdown]
+# %% [markdown] tags=["runs:fig3.7"]
 # ## §3.2.3 · Directedness of deep network optimisation: the training runs
 #
 # **Paper profile (the thesis's setting).** ResNet-20 on CIFAR-10 (40k/10k split, crop + flip),
@@ -423,7 +423,7 @@ sanity("fig3.16B", "low noise: AR psi far above 1/sqrt(t) (psi(100) > 0.4) and r
 # diverged, the checks that read it are N/A with the step at which it diverged (e.g.
 # `overrides={"sgdm_lr": 1e6}`).
 
-# %%
+# %% tags=["runs:fig3.7"]
 run_configs, run_callbacks = CHAPTER.runs(S, "fig3.7")   # every (optimiser, seed)
 N = S.window
 t0 = time.perf_counter()
@@ -436,7 +436,7 @@ run_table(ch4.run_keys(S), results, lambda key: {"optimiser": key[0], "seed": ke
           metrics=("train_loss", "test_acc"))
 
 
-# %%
+# %% tags=["runs:fig3.7"]
 def traj(res):
     return res["callbacks"]["trajectory"]
 
@@ -467,7 +467,7 @@ def mean_of(values):
     return float(np.nanmean(values)) if np.isfinite(values).any() else np.nan
 
 
-# %% [markdown]
+# %% [markdown] tags=["runs:fig3.7"]
 # ## Figs 3.7 and 3.19 · ψ_N(t) during training
 #
 # The thesis (fig 3.7): ψ is high but rapidly decays early (t < 500 of 8000 batches), declines
@@ -481,7 +481,7 @@ def mean_of(values):
 # **Eq. 3.4 index typo.** The source writes the window sum as $\sum_{i=N}^{t}$; we sum the last N
 # steps, $i=t-N+1,\dots,t$, consistent with eq. 3.3.
 
-# %%
+# %% tags=["runs:fig3.7"]
 COLOR = {"sgdm": "C0", "adam": "C1"}
 
 
@@ -516,7 +516,7 @@ for name in RUNS:
 ax.set_yscale("log"); ax.legend(); ax.set_title("seed means, log scale")
 out.savefig(fig, "extra_psi_sgdm_vs_adam", seeds=seed_list)
 
-# %% [markdown]
+# %% [markdown] tags=["runs:fig3.7"]
 # **Checks of fig 3.7**, per optimiser, each a per-seed number judged over seeds:
 # *early phase*: $\min(\psi(5)-0.8,\ \psi(5)-\psi(N),\ \psi(N)-\psi_N(\text{drop}))>0$, i.e. ψ
 # starts above 0.8 and decays before the first drop (0.8: our threshold; a random walk's ψ(5)
@@ -535,14 +535,14 @@ out.savefig(fig, "extra_psi_sgdm_vs_adam", seeds=seed_list)
 # (reading ψ elsewhere only after seeing the data would be tuning); the paper profile's N = 250
 # inside an 8000-step run is the setting to judge it.
 
-# %%
+# %% tags=["runs:fig3.7"]
 for panel, name in (("A", "sgdm"), ("B", "adam")):
     if na_checks([name], f"fig3.7{panel}-early", f"fig3.7{panel}-spikes"):
         continue
     record(fd.early_phase(name, psi_list(name), drops[0], N, detail=seeds_note([name])),
            fd.lr_drop_spikes(name, psi_list(name), drops, N, detail=seeds_note([name])))
 
-# %% [markdown]
+# %% [markdown] tags=["runs:fig3.7"]
 # **Checks of fig 3.19.** (i) Each optimiser's ψ_N stays well above the random walk: the
 # smallest ratio ψ_N / (1/√N) after the window has filled, above 1.5 (our threshold). (ii) SGDM
 # is more directed than Adam *throughout training*: per seed, the mean ψ_N of SGDM minus Adam's in
@@ -553,7 +553,7 @@ for panel, name in (("A", "sgdm"), ("B", "adam")):
 # around 0.15" is shown beside Adam's smallest ψ_N before the first drop (`versus_source`; at
 # the quick N = 16 the random-walk floor is 0.25, so the difference is not a test).
 
-# %%
+# %% tags=["runs:fig3.7"]
 for panel, name in (("A", "sgdm"), ("B", "adam")):
     if not na_checks([name], f"fig3.19{panel}-rw"):
         record(fd.above_random_walk(name, psi_list(name), N, detail=seeds_note([name])))
@@ -568,7 +568,7 @@ if not na_checks(RUNS, "fig3.19-order", "fig3.19-spikes"):
     record(fd.adam_spikes_larger(psi_list("sgdm"), psi_list("adam"), drops, N,
                                  detail=seeds_note(RUNS)))
 
-# %% [markdown]
+# %% [markdown] tags=["runs:fig3.7"]
 # ### Per layer (not in the thesis)
 #
 # `PathMetrics` streams the same quantities per parameter tensor. Are the lr-drop spikes a
@@ -577,7 +577,7 @@ if not na_checks(RUNS, "fig3.19-order", "fig3.19-spikes"):
 # the thesis's): the share of weight tensors whose spike beyond their control step (as in
 # fig 3.7) exceeds 10 %-points after every drop, per SGDM seed, above one half.
 
-# %%
+# %% tags=["runs:fig3.7"]
 lt = traj(runs["sgdm"][0])
 names = list(lt["layer_names"])
 pick = [i for i, nm in enumerate(names) if nm.endswith("weight")]
@@ -597,7 +597,7 @@ if not na_checks(["sgdm"], "extra_layer_psi"):
     out.record(CLAIMS["extra_layer_psi"], dataclasses.replace(
         layers.finding, ours=f"share of {len(pick)} tensors: {layers.ours}"))
 
-# %% [markdown]
+# %% [markdown] tags=["runs:fig3.7"]
 # ## Fig 3.12 · Deep network optimisation vs a fitted random walk
 #
 # The thesis fits σ of a random walk "in the same dimension" (n = number of parameters) to the
@@ -611,7 +611,7 @@ if not na_checks(["sgdm"], "extra_layer_psi"):
 # which gives both terms of eq. 3.15 the same scale, "the same importance to both metrics"
 # (our choice).
 
-# %%
+# %% tags=["runs:fig3.7"]
 fits = {name: [None if r["diverged"] else ch4.fit_run(traj(r)["ds"], traj(r)["dt"], r["num_parameters"])
                for r in runs[name]] for name in RUNS}   # a diverged run is not fitted
 pd.DataFrame([{"optimiser": name, "seed": k, "n": f["n"], "gamma": f["gamma"],
@@ -621,7 +621,7 @@ pd.DataFrame([{"optimiser": name, "seed": k, "n": f["n"], "gamma": f["gamma"],
               for name in RUNS for k, f in enumerate(fits[name]) if f])
 
 
-# %%
+# %% tags=["runs:fig3.7"]
 def plot_distances(ax, name, models, seed=0):
     r = traj(runs[name][seed])
     tt = np.arange(1, len(r["ds"]) + 1)
@@ -648,7 +648,7 @@ if not na_checks(RUNS, "fig3.12B-start"):
     record(fd.adam_directed_at_start(psi_list("sgdm", "psi"), psi_list("adam", "psi"),
                                      detail=seeds_note(RUNS)))
 
-# %% [markdown]
+# %% [markdown] tags=["runs:fig3.7"]
 # ## Figs 3.17 and 3.18 · the AR(1) fit, and the shape of D_t
 #
 # The thesis fits (α, σ, d) of an AR(1) process by L-BFGS-B (free parameters and bounds unstated:
@@ -675,7 +675,7 @@ if not na_checks(RUNS, "fig3.12B-start"):
 # better) would imply "directed, *not* mean-reverting". Whether our runs support that argument
 # is fig 3.18's verdict below, not this sentence.
 
-# %%
+# %% tags=["runs:fig3.7"]
 for panel, name in (("A", "sgdm"), ("B", "adam")):
     f0 = fits[name][0]
     fig, ax = plt.subplots(figsize=(8, 4.5))

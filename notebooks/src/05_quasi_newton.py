@@ -95,16 +95,19 @@ pd.Series(S.as_dict(), dtype=object).to_frame("setting")
 #
 # Fig 4.6's SGD and quasi-Newton runs (and the same pair at `diverge_lr`), tables E.1 / E.2's
 # SGDM and quasi-Newton runs at three learning rates, and fig 4.11's small CNN (its final weights).
+# (Without a GPU at the paper profile, `make figures` trains only the sections placed here.)
 
 # %%
 cfgs, cbs = ch05.CHAPTER.all_runs(S)
 res = dict(zip(cfgs, train_runs(cfgs, callbacks=cbs, workers=S.workers), strict=True))
+SEEDS = range(S.seeds)
+
+# %% tags=["runs:fig4.6", "runs:tableE"]
 F46 = {k: res[c] for k, c in ch05.fig46_runs(S).items()}
 DIV = {k: res[c] for k, c in ch05.fig46_runs(S, S.diverge_lr).items()}
 TAB = {k: res[c] for k, c in ch05.table_runs(S).items()}
-SEEDS = range(S.seeds)
 
-# %% [markdown]
+# %% [markdown] tags=["runs:fig4.6", "runs:tableE"]
 # ## Fig 4.6 · validation loss, SGD vs quasi-Newton
 #
 # *Source (sec. 4.3.5):* with the same hyper-parameters (lr 0.01, momentum 0, weight decay 5e-4),
@@ -119,7 +122,7 @@ SEEDS = range(S.seeds)
 # diverges at `diverge_lr` = 0.5, five times the bound the thesis names (NaN, or a final loss
 # above the initial ln 10).
 
-# %%
+# %% tags=["runs:fig4.6", "runs:tableE"]
 fig, ax = plt.subplots(figsize=(7, 4.5))
 for arm in ch05.ARMS:
     curves = np.stack([ch05.held_out_loss(F46[(arm, s)]) for s in SEEDS])
@@ -133,14 +136,14 @@ ax.legend()
 out.savefig(fig, "fig4.6", params=S.as_dict(), seeds=list(SEEDS))
 plt.show()
 
-# %%
+# %% tags=["runs:fig4.6", "runs:tableE"]
 R46 = ch05.fig46(F46, DIV, SEEDS, S.diverge_lr)
 for cid, finding in (("fig4.6-accuracy", R46.accuracy), ("fig4.6-slower", R46.slower),
                      ("fig4.6-volatile", R46.volatile), ("fig4.6-diverge", R46.diverge)):
     out.record(CLAIMS[cid], finding)
 R46.numbers.rename(columns=ch05.LABELS).round(4)
 
-# %% [markdown]
+# %% [markdown] tags=["runs:fig4.6", "runs:tableE"]
 # ## Tables E.1 / E.2 · accuracy and loss of QN and SGDM at three learning rates
 #
 # *Settings (app. E.4):* SGDM momentum 0.9, QN γ = 0.9, no weight decay; the thesis does not state
@@ -151,7 +154,7 @@ R46.numbers.rename(columns=ch05.LABELS).round(4)
 # minus QN's > 0 at every η (the least favourable η decides); QN's loss degrades more as η
 # falls: (QN(0.01) − QN(0.1)) − (SGDM(0.01) − SGDM(0.1)) > 0.
 
-# %%
+# %% tags=["runs:fig4.6", "runs:tableE"]
 source = pd.read_csv(ch05.REFERENCE_TABLE)
 table = ch05.table_e(TAB, source, S.table_lrs, ch05.TABLE_ARMS, SEEDS, ch05.LABELS)
 for item, cols, what in (("tableE.1", ["accuracy (%)", "source accuracy (%)"], "accuracy (%)"),
@@ -160,12 +163,12 @@ for item, cols, what in (("tableE.1", ["accuracy (%)", "source accuracy (%)"], "
                    note=f"final held-out {what}, mean of {S.seeds} seeds; the source's beside")
 table.round(3)
 
-# %%
+# %% tags=["runs:fig4.6", "runs:tableE"]
 RTAB = ch05.table_e_findings(TAB, S.table_lrs, SEEDS)
 out.record(CLAIMS["tableE.1"], RTAB.accuracy)
 out.record(CLAIMS["tableE.2"], RTAB.degrades)
 
-# %% [markdown]
+# %% [markdown] tags=["runs:fig4.7-4.9+E.1"]
 # ## Figs 4.7–4.9 · the three assumptions of the class-subspace step, along one training run
 #
 # *Source (sec. 4.3.6):* the step rests on three assumptions, each checked along a 50-epoch
@@ -199,7 +202,7 @@ out.record(CLAIMS["tableE.2"], RTAB.degrades)
 # the class gradients' non-orthogonality (fig 4.9); a verdict here says nothing about them (at
 # paper figs 4.7–4.9 ride on the ResNet-9, which has both).
 
-# %%
+# %% tags=["runs:fig4.7-4.9+E.1"]
 PRUNS = ch05.probe_runs(S)
 # cache hits (the sweep above trained these units); looked up by config *and* callbacks
 PRES = dict(zip(PRUNS, train_runs([c for c, _ in PRUNS.values()],
@@ -218,7 +221,7 @@ pd.Series({"run": f"{mcfg.model} (width {mcfg.width:g}) / {mcfg.dataset}, {mcfg.
            "q^LC records": len(LC), "q^SL records": len(SL), "q^GC records": len(GC),
            "steps without class gradients": PM["missed_steps"]}, dtype=object).to_frame("")
 
-# %% [markdown]
+# %% [markdown] tags=["runs:fig4.7-4.9+E.1"]
 # ### Fig 4.7 · logit curvature against logit gradients, q^LC
 #
 # *Source:* the ratio is "very small, and remains small for the full duration of training"; it
@@ -228,7 +231,7 @@ pd.Series({"run": f"{mcfg.model} (width {mcfg.width:g}) / {mcfg.dataset}, {mcfg.
 # network's output scale: compare the logit gradients at initialisation and at the end (column f
 # below).
 
-# %%
+# %% tags=["runs:fig4.7-4.9+E.1"]
 fig, ax = plt.subplots(figsize=(7, 4.2))
 ax.scatter(PM["lc"].step, PM["lc"].ratio, s=8, alpha=0.35, color="C0", label="one probe example")
 ax.plot(LC.step, LC.q_lc, "o-", color="C3", lw=2, label="q^LC (eq. 4.39)")
@@ -240,13 +243,13 @@ ax.legend(fontsize=8)
 out.savefig(fig, "fig4.7", params=S.as_dict(), seeds=[mcfg.seed])
 plt.show()
 
-# %%
+# %% tags=["runs:fig4.7-4.9+E.1"]
 R479 = ch05.fig47_49(LC, SL, GC, RANDOM_M)
 out.record(CLAIMS["fig4.7-small"], R479.lc_small)
 out.record(CLAIMS["fig4.7-start"], R479.lc_start)
 PM["lc"].groupby("step")[["f", "u", "ratio"]].mean().join(LC.set_index("step")).round(6)
 
-# %% [markdown]
+# %% [markdown] tags=["runs:fig4.7-4.9+E.1"]
 # ### Fig 4.8 · same-class logit-gradient similarity, q^SL
 #
 # *Source:* "the logit gradients are clustered per class … whilst the clustering relaxes during
@@ -254,7 +257,7 @@ PM["lc"].groupby("step")[["f", "u", "ratio"]].mean().join(LC.set_index("step")).
 # above the random-vector scale 10/√P (app. A.1.4) at every record; q^SL at
 # the end is below q^SL at the start.
 
-# %%
+# %% tags=["runs:fig4.7-4.9+E.1"]
 fig, ax = plt.subplots(figsize=(7, 4.2))
 for k, g in PM["sl"].groupby("label"):
     ax.plot(g.step, g.q_sl, lw=0.6, alpha=0.4, color="C0")
@@ -267,12 +270,12 @@ ax.legend(fontsize=8)
 out.savefig(fig, "fig4.8", params=S.as_dict(), seeds=[mcfg.seed])
 plt.show()
 
-# %%
+# %% tags=["runs:fig4.7-4.9+E.1"]
 out.record(CLAIMS["fig4.8-high"], R479.sl_high)
 out.record(CLAIMS["fig4.8-relaxes"], R479.sl_relaxes)
 SL.iloc[np.unique(np.linspace(0, len(SL) - 1, 8).astype(int))].round(4)
 
-# %% [markdown]
+# %% [markdown] tags=["runs:fig4.7-4.9+E.1"]
 # ### Fig 4.9 · inter-class class-gradient cosine per batch, q^GC
 #
 # *Source:* the class gradients "are not orthogonal"; q^GC is higher than Fort and Ganguli's and
@@ -283,7 +286,7 @@ SL.iloc[np.unique(np.linspace(0, len(SL) - 1, 8).astype(int))].round(4)
 # not independent, so the interval is too narrow); mean q^SL > mean q^GC, judged with the mean
 # over pairs (twice the printed value, so the stricter reading).
 
-# %%
+# %% tags=["runs:fig4.7-4.9+E.1"]
 fig, ax = plt.subplots(figsize=(8, 4.2))
 ax.plot(GC.step, GC.q_gc, lw=0.7, color="C0", label="q^GC, eq. 4.41 as printed")
 ax.plot(GC.step, GC.q_gc_pairs, lw=0.7, color="C1", alpha=0.7, label="mean cosine over pairs")
@@ -295,12 +298,12 @@ ax.legend(fontsize=8)
 out.savefig(fig, "fig4.9", params=S.as_dict(), seeds=[mcfg.seed])
 plt.show()
 
-# %%
+# %% tags=["runs:fig4.7-4.9+E.1"]
 out.record(CLAIMS["fig4.9-overlap"], R479.gc_overlap)
 out.record(CLAIMS["fig4.9-contrast"], R479.gc_contrast)
 GC[["q_gc", "q_gc_pairs"]].describe().T.round(4)
 
-# %% [markdown]
+# %% [markdown] tags=["runs:fig4.7-4.9+E.1"]
 # ## Fig E.1 · class-gradient directions against the top-C Hessian eigenvectors (appendix E.3)
 #
 # *Source:* with the per-batch class-gradient directions v_k collected while training "a simple
@@ -332,7 +335,7 @@ GC[["q_gc", "q_gc_pairs"]].describe().T.round(4)
 # measure without a tolerance: the mean share ‖E v_k‖² of each direction inside the span of the
 # top-C eigenvectors (1 if the spans coincide, about C/P for a random direction).
 
-# %%
+# %% tags=["runs:fig4.7-4.9+E.1"]
 scfg = PRUNS["subspace"][0]
 PS = PRES["subspace"]["callbacks"][subspace_probe.NAME]
 model_e, Xe, ye = ch05.hessian_problem(scfg, PRES["subspace"]["callbacks"]["weights"],
@@ -344,7 +347,7 @@ E1 = ch05.class_subspace_alignment(D, CNT, DSTEPS, E, len(PRES["subspace"]["step
 cos_h = ch05.class_gradient_cosine(model_e, Xe, ye, E)    # same examples as the Hessian
 NULL_E1 = ch05.random_assignment_null(E)                  # random directions against the same E
 
-# %%
+# %% tags=["runs:fig4.7-4.9+E.1"]
 fig, (ax, bx) = plt.subplots(1, 2, figsize=(13, 4.6), gridspec_kw={"width_ratios": [1.5, 1]})
 for tau in E1["taus"]:
     ax.plot(DSTEPS, E1["ranks"][tau], lw=1.6 if tau == S.e1_rtol else 0.7,
@@ -369,7 +372,7 @@ fig.colorbar(im, ax=bx, shrink=0.8)
 out.savefig(fig, "figE.1", params=S.as_dict(), seeds=[scfg.seed])
 plt.show()
 
-# %%
+# %% tags=["runs:fig4.7-4.9+E.1"]
 RE1 = ch05.fige1(E1, NULL_E1, C_E, S.e1_rtol)
 out.record(CLAIMS["figE.1-cosine"], RE1.cosine)
 out.record(CLAIMS["figE.1-rank"], RE1.rank)
@@ -385,7 +388,7 @@ pd.DataFrame({f"τ = {tau:g}": {"median rank, first 10 %": E1["median_early"][ta
     "mean ‖E v_k‖², first 10 % → last 20 %": f"{np.nanmean(E1['energy'][E1['early']]):.3f} → "
                                             f"{np.nanmean(E1['energy'][E1['late']]):.3f}"})
 
-# %% [markdown]
+# %% [markdown] tags=["runs:fig4.10"]
 # ## Fig 4.10 · held-out loss over batch sizes, SGD vs quasi-Newton
 #
 # *Source (sec. 4.3.7.1):* to see whether mini-batch noise causes the quasi-Newton method's
@@ -419,7 +422,7 @@ pd.DataFrame({f"τ = {tau:g}": {"median rank, first 10 %": E1["median_early"][ta
 # judged only when every batch size has a crossover (a missing one is not "late": (ii) carries
 # it, and (iii) is then N/A); (iv) claim (ii) at the caption's lr 0.01.
 
-# %%
+# %% tags=["runs:fig4.10"]
 F410 = {k: res[c] for k, c in ch05.fig410_runs(S).items()}
 SEEDS410 = range(S.bs_seeds)
 RUNS410 = {(arm, bs): [F410[(arm, bs, s)] for s in SEEDS410]
@@ -432,7 +435,7 @@ n410, early_steps = ch05.fig410_train_size(S), ch05.fig410_early_steps(S)
 R410 = ch05.fig410(RUNS410, S.bs_batch_sizes, early_steps, RUNS410_SRC, S.bs_source_lr)
 CROSS410 = R410.crossovers
 
-# %%
+# %% tags=["runs:fig4.10"]
 fig, axes = plt.subplots(1, len(S.bs_batch_sizes), figsize=(4.6 * len(S.bs_batch_sizes), 4),
                          sharey=True)
 for ax, bs in zip(axes, S.bs_batch_sizes):
@@ -458,12 +461,12 @@ fig.suptitle(f"fig 4.10 (reduced): lr {S.bs_lr:g}, ~{S.bs_steps} steps per run, 
 out.savefig(fig, "fig4.10", params=S.as_dict(), seeds=list(SEEDS410))
 plt.show()
 
-# %%
+# %% tags=["runs:fig4.10"]
 for cid, finding in (("fig4.10-early", R410.early), ("fig4.10-overtakes", R410.overtakes),
                      ("fig4.10-order", R410.order), ("fig4.10-source-lr", R410.source_lr)):
     out.record(CLAIMS[cid], finding)
 
-# %%
+# %% tags=["runs:fig4.10"]
 pd.DataFrame({f"batch {bs}": {
     "epochs": len(MEAN410[("sgd", bs)]), "steps": F410[("sgd", bs, 0)]["history"]["step"].iloc[-1],
     f"QN − SGD final loss at lr {S.bs_lr:g}": R410.overtake_parts[f"batch {bs}"].estimate,
@@ -472,7 +475,7 @@ pd.DataFrame({f"batch {bs}": {
     "final loss QN": np.nanmean(ch05.per_seed(RUNS410[(ch05.QN, bs)], ch05.final_loss)),
     "crossover epoch": CROSS410[bs]} for bs in S.bs_batch_sizes}).T.round(4)
 
-# %% [markdown]
+# %% [markdown] tags=["runs:fig4.11"]
 # ## Fig 4.11 · the top of the Hessian's spectrum
 #
 # *Source (sec. 4.3.7.2):* the top 30 eigenvalues of the true Hessian of a ~60k-parameter CNN:
@@ -487,7 +490,7 @@ pd.DataFrame({f"batch {bs}": {
 # same operator is checked against the dense result. One run, of a network without batch norm or
 # skips (see figs 4.7–4.9).
 
-# %%
+# %% tags=["runs:fig4.11"]
 hcfg = ch05.hessian_run(S)
 model_h, Xh, yh = ch05.hessian_problem(hcfg, res[hcfg]["callbacks"]["weights"],
                                        S.hessian_examples)
@@ -496,7 +499,7 @@ spec = ch05.spectrum_numbers(hessian_eigs)
 pd.DataFrame({"dense eigvalsh": np.sort(hessian_eigs)[::-1][:5], "Lanczos (eigsh)": lanczos,
               }).assign(rel_diff=lambda d: (d["Lanczos (eigsh)"] / d["dense eigvalsh"] - 1).abs())
 
-# %%
+# %% tags=["runs:fig4.11"]
 fig, ax = plt.subplots(figsize=(7, 4.5))
 ax.plot(np.arange(1, 31), spec["top"], "o-")
 ax.set(xlabel="index (ascending)", ylabel="eigenvalue",
@@ -639,7 +642,7 @@ out.record(CLAIMS["fig4.14-rosenbrock"], R414.rosenbrock,
            source="D_t falls on about 45 % of steps; max 3.94, final 2.92 (a first prototype run)")
 pd.DataFrame({landscape: run["numbers"] for landscape, run in FIG414.items()}).T
 
-# %% [markdown]
+# %% [markdown] tags=["runs:fig4.15"]
 # ## Fig 4.15 · temporal consistency: φ_t per filter of the second conv layer, with D_t
 #
 # *Source (sec. 4.4.3.1):* φ_t = S_cos(θ_τ − θ_t, ∇θ_t) (eq. 4.56) between the direction to the
@@ -679,7 +682,7 @@ pd.DataFrame({landscape: run["numbers"] for landscape, run in FIG414.items()}).T
 # φ_t spreads more at the end: the log of its standard deviation over the last tenth of the steps
 # over that of the first tenth is > 0.
 
-# %%
+# %% tags=["runs:fig4.15"]
 PHI = {seed: res[c] for seed, c in ch05.phi_runs(S).items()}
 fg = PHI[0]["callbacks"]["filter_gradients"]
 thr = cos_threshold(fg["n"])
@@ -688,7 +691,7 @@ PHI_NUM = pd.DataFrame({seed: ch05.phi_numbers(r, S.phi_layer) for seed, r in PH
 PHI_NUM.index.name = "seed"
 PHI_NUM.round(4)
 
-# %%
+# %% tags=["runs:fig4.15"]
 phi_steps = np.repeat(fg["step"], fg["phi"].shape[1])
 phi_values = fg["phi"].ravel()
 finite = np.isfinite(phi_values)
@@ -710,14 +713,14 @@ dt_ax.set_ylabel(f"D_t of {S.phi_layer}.weight", color="C1")
 out.savefig(fig, "fig4.15", params=S.as_dict(), seeds=list(PHI))
 plt.show()
 
-# %%
+# %% tags=["runs:fig4.15"]
 R415 = ch05.fig415(PHI_NUM, thr)
 for cid, finding in (("fig4.15-toward", R415.toward), ("fig4.15-few", R415.few),
                      ("fig4.15-rises", R415.rises), ("fig4.15-early", R415.early),
                      ("fig4.15-spread", R415.spread)):
     out.record(CLAIMS[cid], finding)
 
-# %% [markdown]
+# %% [markdown] tags=["runs:fig4.16"]
 # ## Fig 4.16 · gradient cohesion against the mini-batch size
 #
 # *Source (sec. 4.4.3.2):* with the weights fixed, d mini-batch gradients g_1..g_d (eq. 4.57) and
@@ -750,14 +753,14 @@ for cid, finding in (("fig4.15-toward", R415.toward), ("fig4.15-few", R415.few),
 # cos ψ_i is the one with the largest ‖g_i‖ (chance: 1/d); and, from the text, (5) cohesion
 # degrades: C over the last epoch's probes minus C over the first epoch's < 0 at every size.
 
-# %%
+# %% tags=["runs:fig4.16"]
 COH = {seed: res[c] for seed, c in ch05.cohesion_runs(S).items()}
 COH_NUM = {seed: ch05.cohesion_numbers(r, S.cohesion_epochs) for seed, r in COH.items()}
 sizes = list(S.cohesion_batches)
 b_small = sizes[0]
 pd.concat(COH_NUM, names=["seed"]).groupby("batch_size").mean().round(4)
 
-# %%
+# %% tags=["runs:fig4.16"]
 pts0 = COH[0]["callbacks"]["cohesion_probe"]["points"]
 fig, axes = plt.subplots(1, len(sizes), figsize=(4.6 * len(sizes), 4), sharey=True)
 for ax, b, tag in zip(axes, sizes, "abcdefgh"):
@@ -771,7 +774,7 @@ fig.suptitle(f"fig 4.16 (reduced): d = {S.cohesion_d} gradients per probe, "
 out.savefig(fig, "fig4.16", params=S.as_dict(), seeds=list(COH))
 plt.show()
 
-# %%
+# %% tags=["runs:fig4.16"]
 R416 = ch05.fig416(COH_NUM, sizes)
 extremes = ch05.cohesion_extremes(COH, b_small)
 for cid, finding in (("fig4.16-mean", R416.mean), ("fig4.16-spread", R416.spread),
@@ -781,7 +784,7 @@ for cid, finding in (("fig4.16-mean", R416.mean), ("fig4.16-spread", R416.spread
 pd.Series({"points at the smallest size": extremes["points"],
            "largest cos ψ_i there": round(extremes["max_cos"], 4)})
 
-# %% [markdown]
+# %% [markdown] tags=["runs:fig4.20"]
 # ## Fig 4.20 · algorithm 5: step sizes from the estimated top eigenpair
 #
 # *Source (sec. 4.4.4):* while training a ResNet-20 on CIFAR-10, the top Hessian eigenpair is
@@ -812,7 +815,7 @@ pd.Series({"points at the smallest size": extremes["points"],
 # 1 − |cos|) cannot exceed η′); (6) the eigenvalue rule's η < 1 on every step while a random
 # column is left in the window (steps 1 to s − 1), every seed.
 
-# %%
+# %% tags=["runs:fig4.20"]
 F420 = {k: res[c] for k, c in ch05.fig420_runs(S).items()}
 SEEDS420 = range(S.alg5_seeds)
 ARMS420 = ch05.fig420_arms(S)
@@ -820,7 +823,7 @@ RUNS420 = {name: [F420[(arm, lr, s)] for s in SEEDS420] for name, (arm, lr) in A
 sgd_hi, sgd_lo, eig_rule, proj_rule = RUNS420
 eta_bound, sgd_lr = S.alg5_eta_max, S.alg5_sgd_lr
 
-# %%
+# %% tags=["runs:fig4.20"]
 fig, axes = plt.subplots(1, 3, figsize=(17, 4.3))
 for j, (name, runs) in enumerate(RUNS420.items()):
     history, step_rows = runs[0]["history"], runs[0]["steps"]
@@ -847,7 +850,7 @@ axes[2].legend(fontsize=8)
 out.savefig(fig, "fig4.20", params=S.as_dict(), seeds=[0])
 plt.show()
 
-# %%
+# %% tags=["runs:fig4.20"]
 final420 = {name: ch05.per_seed(runs, ch05.final_loss) for name, runs in RUNS420.items()}
 epoch1_420 = {name: ch05.per_seed(runs, ch05.first_epoch_loss) for name, runs in RUNS420.items()}
 early_eta = {s: ch05.max_eta(r, S.alg5_sample - 1) for s, r in zip(SEEDS420, RUNS420[eig_rule])}
@@ -859,7 +862,7 @@ for cid, finding in (("fig4.20-clip", R420.clip), ("fig4.20-premise", R420.premi
                      ("fig4.20-end", R420.end), ("fig4.20-window", R420.window)):
     out.record(CLAIMS[cid], finding)
 
-# %%
+# %% tags=["runs:fig4.20"]
 pd.DataFrame({name: {
     "final held-out loss": np.nanmean(final420[name]),
     "final held-out acc (%)": np.nanmean(ch05.per_seed(runs, ch05.final_accuracy)),

@@ -124,7 +124,7 @@ pd.Series(S.as_dict(), dtype=object).to_frame("setting")
 all_cfgs, _ = ox.CHAPTER.train(S)
 f"{len(all_cfgs)} runs"
 
-# %% [markdown]
+# %% [markdown] tags=["runs:suite"]
 # ## §5.4.1.1 · Untuned SGDM vs Orthogonal-SGDM on a suite of models
 #
 # "5.4.1-untuned": batch 1024, lr 1e-2, momentum 0.9, wd 5e-4, 100 epochs, no schedule
@@ -134,14 +134,14 @@ f"{len(all_cfgs)} runs"
 # Orth-SGDM with Newton–Schulz instead of the SVD (`ns_seeds` seeds, paired with the SVD runs of the
 # same seeds: same initialisation and data order) to measure the accuracy cost of the approximation.
 
-# %%
+# %% tags=["runs:suite"]
 suite_cfgs, suite_res = ox.CHAPTER.train(S, "suite")
 suite = ox.run_table(suite_cfgs, suite_res)
 hist = {(c.model, ox.variant_of(c), c.seed): r for c, r in zip(suite_cfgs, suite_res)}
 R = ox.results_by(suite_cfgs, suite_res, lambda c: (c.model, ox.variant_of(c)))  # seed order
 suite.groupby(["model", "variant"])[["test_acc", "wall_time_s"]].mean()
 
-# %% [markdown]
+# %% [markdown] tags=["runs:suite"]
 # ### Table 5.3 · test loss and accuracy, SGDM vs Orthogonal-SGDM
 #
 # *Source:* Orth-SGDM has the higher test accuracy on all ten models (e.g. ResNet-20 87.12 vs
@@ -149,7 +149,7 @@ suite.groupby(["model", "variant"])[["test_acc", "wall_time_s"]].mean()
 # Orth-SGDM's test accuracy is above SGDM's (paired by seed; `seeds` seeds). The source's cells
 # stand beside ours for the same (at quick: the analogous) model, with the difference.
 
-# %%
+# %% tags=["runs:suite"]
 t53 = ox.mean_se(suite[suite.variant != "ns_orth_sgdm"], ["model", "variant"])
 t53 = ox.beside_source(t53, ox.read_source("5.3"), ["model", "variant"], S.source_analogue)
 t53 = ox.vs_source(ox.vs_source(t53, "test_acc_mean", "source_test_acc_mean", profile),
@@ -162,7 +162,7 @@ out.record(CLAIMS["table5.3"], f53.finding,
 t53.set_index(["model", "variant"]).filter(regex="test_acc").round(2)
 
 
-# %% [markdown]
+# %% [markdown] tags=["runs:suite"]
 # ### Figs 5.1, 5.3–5.6 and G.1 · learning curves of one run
 #
 # *Source:* Orth-SGDM reaches 50 % validation accuracy on CIFAR-10/ResNet-20 after 1 epoch instead
@@ -175,7 +175,7 @@ t53.set_index(["model", "variant"]).filter(regex="test_acc").round(2)
 # Fashion-MNIST, our choice), and its final validation accuracy is higher (the source's "better
 # test accuracy for every model", not merely "within 1 point").
 
-# %%
+# %% tags=["runs:suite"]
 def curves(item, column, ylabel, models, cmap=None):
     fig, ax = plt.subplots(figsize=(8, 5))
     colours = plt.get_cmap(cmap)(np.linspace(0, 1, len(models))) if cmap else None
@@ -212,7 +212,7 @@ for cid, finding in (("fig5.3-reach", lc.reach), ("fig5.3-epoch1", lc.epoch1), (
     out.record(CLAIMS[cid], finding)
 pd.DataFrame({"epoch-1 val acc": ox.texts(lc.val_acc1), "epoch-1 val loss": ox.texts(lc.val_loss1, 3)})
 
-# %% [markdown]
+# %% [markdown] tags=["runs:suite"]
 # ### The cost of the approximation and of the SVD
 #
 # The source uses the exact SVD (§5.5.5; its timing is stated in the cell below, from
@@ -225,7 +225,7 @@ pd.DataFrame({"epoch-1 val acc": ox.texts(lc.val_acc1), "epoch-1 val loss": ox.t
 # quick) the interval is the paired bootstrap over the test examples, which leaves out the
 # run-to-run spread of training.
 
-# %%
+# %% tags=["runs:suite"]
 from lalr_core.chapters.ch06_orthogonal_sgdm import claims as cx
 
 band = fx.ns_band()
@@ -244,7 +244,7 @@ out.save_table(ns_table.reset_index(), "ns_vs_svd", params=S.as_dict(),
 out.record(CLAIMS["ns_vs_svd"], fx.ns_vs_svd(R, S.suite_models, S.ns_seeds))   # SVD - NS, points
 ns_table.round(3)
 
-# %% [markdown]
+# %% [markdown] tags=["runs:table5.1"]
 # ## Tables 5.1 and 5.2 · tuned optimisers on ResNet-20
 #
 # *Source:* with each optimiser's tuned set (caption of table 5.1; MultiStep ×0.1 at epochs
@@ -263,7 +263,7 @@ ns_table.round(3)
 # first epoch by every run, so those pairings tie at the floor whatever the speed-up.
 # The source's cells stand beside ours with the difference.
 
-# %%
+# %% tags=["runs:table5.1"]
 t51 = ox.table51_configs(S)
 flat, t51_res = ox.CHAPTER.train(S, "table5.1")
 names = [n for n, cs in t51.items() for _ in cs]
@@ -280,7 +280,7 @@ out.record(CLAIMS["table5.1"], fx.table51(T51),       # Orth - base, points, pai
            source="Orth - base: SGDM +0.63, Adam -0.81, SGDM clip +3.46, Adam clip -1.00 (AdamW clip, ResNet-18: -3.65)")
 table51.round(3)
 
-# %%
+# %% tags=["runs:table5.1"]
 thr = list(S.thresholds)
 rows = []
 for (name, cfgs), start in zip(t51.items(), np.cumsum([0] + [len(c) for c in t51.values()])):
@@ -297,7 +297,7 @@ out.record(CLAIMS["table5.2"], fx.table52(T51, thr, S.t51_epochs),
            source="orthogonal fewer in 17 of 20 pairings (equal: SGDM at 85 %; more: Adam, Adam clip at 90 %)")
 table52
 
-# %% [markdown]
+# %% [markdown] tags=["runs:table5.4"]
 # ## Table 5.4 · robustness to learning rate and momentum
 #
 # *Source:* over a grid of lr × momentum (β₁ for Adam, β₂ = 0.999), orthogonal SGDM and Adam beat
@@ -309,7 +309,7 @@ table52
 # orthogonalisation, for SGDM and for Adam (bootstrap over test examples of the two ranges; over
 # seeds at paper). The source's cells stand beside ours.
 
-# %%
+# %% tags=["runs:table5.4"]
 t54 = ox.table54_configs(S)
 flat54, res54 = ox.CHAPTER.train(S, "table5.4")
 keys54 = [k for k, cs in t54.items() for _ in cs]
@@ -330,7 +330,7 @@ out.record(CLAIMS["table5.4-range"], f54.ranges,
            source="range over the grid, original vs orthogonal: SGDM 62.99 vs 44.13, Adam 73.16 vs 31.61 points")
 grid.round(2)
 
-# %% [markdown]
+# %% [markdown] tags=["runs:fig5.7"]
 # ## Fig 5.7 · ImageNet (ResNet-34), and its reduced analogue
 #
 # *Source:* on ImageNet, ResNet-34, batch 1024, lr 1e-2, momentum 0.9, wd 5e-4, 100 epochs, the
@@ -342,7 +342,7 @@ grid.round(2)
 # is above SGDM's at most evaluation points (each point: the conservative normal interval of two
 # accuracies on the `f57_n_val` validation images; ImageNet: its 50,000).
 
-# %%
+# %% tags=["runs:fig5.7"]
 from lalr_core.chapters.ch06_orthogonal_sgdm import imagenet
 
 on_imagenet = profile == "paper" and imagenet.imagenet_dir() is not None
@@ -398,7 +398,7 @@ out.savefig(fig, "fig5.8", params=bt_cfgs[0].key(), seeds=list(range(S.unsup_see
             note="ImageNet" if on_imagenet else "reduced analogue (Fashion-MNIST)")
 out.record(CLAIMS["fig5.8"], fx.fig58(per_seed, S.bt_window))   # Orth - LARS, paired by seed
 
-# %% [markdown]
+# %% [markdown] tags=["long"]
 # ## Fig 5.9 · a Poisson VAE trained with Adam vs Orthogonal-Adam (encoder only)
 #
 # *Source:* over > 200k steps, the held-out reconstruction MSE of Orth-Adam is lower than Adam's
@@ -409,7 +409,7 @@ out.record(CLAIMS["fig5.8"], fx.fig58(per_seed, S.bt_window))   # Orth - LARS, p
 # runs 200k steps. *Check:* Orth-Adam's held-out MSE is below Adam's at most checkpoints, each
 # checkpoint paired over the `unsup_seeds` seeds.
 
-# %%
+# %% tags=["long"]
 vae_cfgs = ox.vae_configs(S)
 vae = train_runs(vae_cfgs, workers=S.workers, executor=S.executor)
 mse_seeds = {o: np.array([r["evals"]["val_loss"].to_numpy() for c, r in zip(vae_cfgs, vae)
@@ -422,7 +422,7 @@ ax.set_xlabel("step"); ax.set_ylabel("held-out MSE (counts$^2$)"); ax.legend()
 out.savefig(fig, "fig5.9", params=vae_cfgs[0].key(), seeds=list(range(S.unsup_seeds)))
 out.record(CLAIMS["fig5.9"], fx.fig59(mse_seeds, ev_steps))   # Orth - Adam per checkpoint, paired by seed
 
-# %% [markdown]
+# %% [markdown] tags=["runs:fig5.10"]
 # ## Figs 5.10 and 5.11 · do filters co-learn?
 #
 # *Source:* the |cos| between the filters of a layer spikes early under SGDM at η = 1 (filters
@@ -438,7 +438,7 @@ out.record(CLAIMS["fig5.9"], fx.fig59(mse_seeds, ev_steps))   # Orth - Adam per 
 # sentence; the earlier check "the gap shrinks or reverses" was weaker than it). With one seed
 # (smoke) the sign is judged as measured, without an interval.
 
-# %%
+# %% tags=["runs:fig5.10"]
 cos_cfgs, cos_res = ox.CHAPTER.train(S, "fig5.10")
 cos = {(c.lr, ox.variant_of(c), c.seed): r["callbacks"]["filter_cos"] for c, r in zip(cos_cfgs, cos_res)}
 gaps = {}
@@ -464,7 +464,7 @@ for lr, item in zip(S.cos_lrs, ("fig5.10", "fig5.11")):
                                      for a, b in zip(per_seed["sgdm"], per_seed["orth_sgdm"])])
 pd.Series(gaps, name="SGDM - Orth median |cos|, mean over seeds")
 
-# %% [markdown]
+# %% [markdown] tags=["runs:fig5.10", "runs:suite"]
 # ## Fig 5.12 · intermediate representations become more diverse
 #
 # *Source:* for BasicCNN trained as in §5.4.1, the mean |cos| between distinct channels of each
@@ -477,7 +477,7 @@ pd.Series(gaps, name="SGDM - Orth median |cos|, mean over seeds")
 # claims: Orth's slope below SGDM's, paired by seed. The earlier "below at most (layer, batch) pairs" of one run had
 # no interval; the earlier trend check tested only the first half of the source's sentence.
 
-# %%
+# %% tags=["runs:fig5.10", "runs:suite"]
 rep = {v: hist[(S.rep_model, v, 0)]["callbacks"]["representations"] for v in ("sgdm", "orth_sgdm")}
 fig, axs = plt.subplots(1, len(S.rep_modules), figsize=(12, 3.5), sharey=True)
 for ax, layer in zip(np.atleast_1d(axs), S.rep_modules):
@@ -495,7 +495,7 @@ for cid, finding in (("fig5.12-layers", f512.layers), ("fig5.12-orth-declines", 
     out.record(CLAIMS[cid], finding)
 pd.DataFrame(f512.slopes, index=[f"seed {k}" for k in range(S.seeds)])
 
-# %% [markdown]
+# %% [markdown] tags=["runs:table5.5"]
 # ## Table 5.5 · normalisation alone vs orthogonalisation
 #
 # *Source:* test accuracy SGDM ≤ N-SGDM (per-tensor normalised) < Orth-SGDM on every model;
@@ -509,7 +509,7 @@ pd.DataFrame(f512.slopes, index=[f"seed {k}" for k in range(S.seeds)])
 # the direction it claims; the earlier "within 2 points" passed when the two were equal). The
 # source's cells stand beside ours.
 
-# %%
+# %% tags=["runs:table5.5"]
 t55_cfgs, t55_res = ox.CHAPTER.train(S, "table5.5")
 t55 = ox.mean_se(ox.run_table(t55_cfgs, t55_res), ["model", "variant"], cols=("test_acc",))
 t55 = ox.beside_source(t55, ox.read_source("5.5"), ["model", "variant"], S.source_analogue)
@@ -524,7 +524,7 @@ out.record(CLAIMS["table5.5-cn"], f55.cn_over_n,
            source="CN-SGDM diverged on 3 of 5 models; else +0.81, +0.84 points above N-SGDM")
 t55.pivot(index="model", columns="variant", values=["test_acc_mean", "source_test_acc_mean"]).round(2)
 
-# %% [markdown]
+# %% [markdown] tags=["runs:fig5.13", "runs:suite"]
 # ## Fig 5.13 · temporarily disabled parameters
 #
 # *Source:* Orth-SGDM produces about 10× more "temporarily disabled parameters" (weights whose
@@ -546,7 +546,7 @@ t55.pivot(index="model", columns="variant", values=["test_acc_mean", "source_tes
 # filter that its ReLU switches off on a whole batch has an exactly zero gradient, the mechanism
 # the source describes. The |g| ≤ 1e-4 check stays on the drawn model, as in the source's code.
 
-# %%
+# %% tags=["runs:fig5.13", "runs:suite"]
 def zero_grad_runs(model):
     """The zero-gradient probe's record of every seed's SGDM and Orth-SGDM run of ``model``."""
     pool = R if (model, "sgdm") in R else ox.results_by(*ox.CHAPTER.train(S, "fig5.13"), lambda c: (c.model, ox.variant_of(c)))
@@ -577,7 +577,7 @@ out.record(CLAIMS["fig5.13B"], f513.eps, source="about 10x")
 ends_exact, ends_eps = f513.ends_exact, f513.ends_eps
 pd.DataFrame({f"exact zeros ({S.tdp_exact_model})": ends_exact, f"|g| <= 1e-4 ({S.tdp_model})": ends_eps})
 
-# %% [markdown]
+# %% [markdown] tags=["runs:table5.6"]
 # ## Table 5.6 · orthogonalising only the convolutions
 #
 # *Source:* orthogonalising only the conv layers loses nothing (BasicCNN 76.80 vs 76.67 %,
@@ -587,7 +587,7 @@ pd.DataFrame({f"exact zeros ({S.tdp_exact_model})": ends_exact, f"|g| <= 1e-4 ({
 # point is its own criterion for "close in final performance", §5.4.1: "within one percentage
 # point or above"); both orthogonal variants above SGDM. The source's cells stand beside ours.
 
-# %%
+# %% tags=["runs:table5.6"]
 t56_cfgs, t56_res = ox.CHAPTER.train(S, "table5.6")
 t56 = ox.mean_se(ox.run_table(t56_cfgs, t56_res), ["model", "variant"])
 t56 = ox.beside_source(t56, ox.read_source("5.6"), ["model", "variant"], S.source_analogue)
@@ -602,7 +602,7 @@ out.record(CLAIMS["table5.6-vs-sgdm"], f56.vs_sgdm,
            source="all-layer / conv-only - SGDM: BasicCNN +3.07 / +3.20, ResNet-34 +9.56 / +9.82, ResNet-20 +7.98 / +8.56")
 t56.pivot(index="model", columns="variant", values=["test_acc_mean", "source_test_acc_mean"]).round(2)
 
-# %% [markdown]
+# %% [markdown] tags=["runs:fig5.14"]
 # ## Fig 5.14 · small mini-batches
 #
 # *Source:* at mini-batch 4 Orth-SGDM is worse than SGDM (the SVD compounds the gradient noise);
@@ -614,7 +614,7 @@ t56.pivot(index="model", columns="variant", values=["test_acc_mean", "source_tes
 # at the smallest batch Orth-SGDM is below SGDM; at every batch from `f514_overtake` (the source's
 # 32) up, it is above (the earlier single check let "a smaller gap" at batch 4 pass for "worse").
 
-# %%
+# %% tags=["runs:fig5.14"]
 f514_cfgs, f514_res = ox.CHAPTER.train(S, "fig5.14")
 f514 = ox.run_table(f514_cfgs, f514_res)
 f514s = ox.mean_se(f514, ["batch_size", "variant"], cols=("val_acc",))
@@ -629,7 +629,7 @@ f514 = fx.fig514(R514, S.f514_batches, S.f514_overtake, S.n_val)   # Orth - SGDM
 out.record(CLAIMS["fig5.14-small"], f514.small, source="batch 4: Orth worse (figure only, no numbers)")
 out.record(CLAIMS["fig5.14-large"], f514.large)
 
-# %% [markdown]
+# %% [markdown] tags=["runs:figI"]
 # ## Appendix I · figs I.1 and I.2 · symmetry probe
 #
 # For batch t and final batch τ, per filter of conv2: $\phi_t=S_{cos}(\theta_\tau-\theta_t,\nabla\theta_t)$
@@ -653,7 +653,7 @@ out.record(CLAIMS["fig5.14-large"], f514.large)
 # (`ox.centre_shift`, about 1 for zero-mean noise), is lower with skips, paired by seed (the earlier
 # |mean φ(π)| over the whole run averaged the shifts away).
 
-# %%
+# %% tags=["runs:figI"]
 sym_cfgs, sym_res = ox.CHAPTER.train(S, "figI")
 RI = ox.results_by(sym_cfgs, sym_res, lambda c: c.model)   # model -> runs in seed order
 for model, item in zip(S.sym_models, ("figI.1", "figI.2")):
@@ -676,7 +676,7 @@ out.record(CLAIMS["figI.2-skip"], sym_f.skip)       # skip - plain centre shift,
 display(pd.DataFrame(sym_f.shift, index=[f"seed {k}" for k in range(S.sym_seeds)]))
 sym_f.medians.round(3)
 
-# %% [markdown]
+# %% [markdown] tags=["runs:classifier_null", "runs:suite"]
 # ## The classifier's null direction: complete or drop (ours, not a source item)
 #
 # Under softmax cross-entropy the classifier's weight gradient $G=(P-Y)^\top H/B$ has rows that
@@ -705,7 +705,7 @@ sym_f.medians.round(3)
 # ResNet-20, ResNet-34); the probes run on the CPU. With one seed the interval is the paired
 # bootstrap over test examples, which leaves out the run-to-run spread that (3) shows.
 
-# %%
+# %% tags=["runs:classifier_null", "runs:suite"]
 from lalr_core.chapters.ch06_orthogonal_sgdm import classifier_null as cn
 
 null_grad = cn.gradient_table(S)          # one classifier gradient per model, at initialisation
@@ -733,10 +733,10 @@ out.check("classifier_null", "(ours, not the source's) under SGDM the completed 
           detail=f"{S.null_steps} float64 steps; 1e-9 bounds float rounding, an effect would be of the step's size")
 null_grad.round(8)
 
-# %%
+# %% tags=["runs:classifier_null", "runs:suite"]
 null_probe_max
 
-# %%
+# %% tags=["runs:classifier_null", "runs:suite"]
 null_cfgs, null_cbs = ox.null_configs(S)   # complete runs = the suite's Orth-SGDM runs (cached)
 null_res = train_runs(null_cfgs, callbacks=null_cbs, workers=S.workers, executor=S.executor)
 null_tol = {m: cn.source_gap(m, ox.read_source("5.6"), S.source_analogue) for m in S.null_seeds}
@@ -755,10 +755,10 @@ for m, tol in null_tol.items():
                   detail=f"table 5.6 has no counterpart of {m}: no gap to judge by")
 null_acc
 
-# %%
+# %% tags=["runs:classifier_null", "runs:suite"]
 display(Markdown("**Reading it** (this run's probes).\n\n" + cn.reading(null_probe_max)))
 
-# %% [markdown]
+# %% [markdown] tags=["runs:classifier_null", "runs:suite"]
 # **Table 5.6 in this light.** Conv-only Orth-SGDM gives the classifier its raw gradient (Frobenius
 # norm `frobenius` above) instead of $C-1$ unit directions plus the completed one (norm $\sqrt C$).
 # Under SGDM the completed direction is invisible, so it cannot produce the difference between

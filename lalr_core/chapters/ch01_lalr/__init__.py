@@ -101,8 +101,17 @@ from lalr_core.chapters.ch01_lalr.verdicts import (
 )
 from lalr_core.core.runs.chapter import Chapter
 
+# The length settings (epochs, steps, example counts, windows, samples) a rehearsal takes
+# from smoke (`lalr_core.core.rehearsal`); every other setting keeps its profile's value.
+REHEARSAL = (
+    'mlm_epochs', 'mlm_corpus', 'mlm_heldout', 'n_train', 'n_val', 'n_test',
+    'small_n_train', 'small_epochs', 'overhead_sizes', 'overhead_repeats',
+    'overhead_budget_s', 'vision_pretrain_n', 'vision_pretrain_epochs', 'vision_n_train',
+    'vision_epochs', 'nlp_tiny', 'e14_steps',
+)
 CHAPTER = Chapter(id="01", title="LALR: layer-adaptive learning rates, tested claim by claim",
-                  profiles=PROFILES, sections=section_runs, run_cost=run_cost)
+                  profiles=PROFILES, sections=section_runs, run_cost=run_cost,
+                  rehearsal=REHEARSAL)
 
 __all__ = [
     "AW",

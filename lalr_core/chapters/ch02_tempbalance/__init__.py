@@ -50,8 +50,15 @@ from lalr_core.chapters.ch02_tempbalance.verdicts import (
 )
 from lalr_core.core.runs.chapter import Chapter
 
+# The length settings (epochs, steps, example counts, windows, samples) a rehearsal takes
+# from smoke (`lalr_core.core.rehearsal`); every other setting keeps its profile's value.
+REHEARSAL = (
+    'n_train', 'epochs', 'cka_samples', 'cka_batches', 'dist_epochs', 'dist_epochs_shown',
+    'esd_epochs',
+)
 CHAPTER = Chapter(id="02", title="TempBalance: layer-wise learning rates from weight spectra",
-                  profiles=PROFILES, sections=section_runs, run_cost=run_cost)
+                  profiles=PROFILES, sections=section_runs, run_cost=run_cost,
+                  rehearsal=REHEARSAL)
 
 __all__ = [
     "ALLOCATIONS",

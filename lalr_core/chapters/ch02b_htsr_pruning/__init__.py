@@ -86,8 +86,14 @@ from lalr_core.chapters.ch02b_htsr_pruning.verdicts import (
 )
 from lalr_core.core.runs.chapter import Chapter
 
+# The length settings (epochs, steps, example counts, windows, samples) a rehearsal takes
+# from smoke (`lalr_core.core.rehearsal`); every other setting keeps its profile's value.
+REHEARSAL = (
+    'n_train', 'pretrain_epochs', 'f33_epochs', 'vgg_epochs', 'f322_epochs', 'f326_epochs',
+)
 CHAPTER = Chapter(id="02b", title="HT-SR metrics as channel-pruning budgets; layer-wise lrs "
-                  "after pruning", profiles=PROFILES, sections=sections)
+                  "after pruning", profiles=PROFILES, sections=sections,
+                  rehearsal=REHEARSAL)
 
 __all__ = [
     "AUGS",

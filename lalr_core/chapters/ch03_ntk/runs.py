@@ -132,6 +132,13 @@ def run_cost(cfg: RunConfig) -> float:
     return cfg.epochs * factor
 
 
+# The length settings (epochs, steps, example counts, windows, samples) a rehearsal takes
+# from smoke (`lalr_core.core.rehearsal`); every other setting keeps its profile's value.
+REHEARSAL = (
+    'mlm_epochs', 'mlm_corpus', 'mlm_heldout', 'n_train', 'n_val', 'n_test', 'epochs',
+    'ntk_n', 'th_n', 'th_steps', 'toy_steps', 'nngp_seeds', 'nlp_tiny', 'nlp_epochs',
+)
 CHAPTER = Chapter(id="03", title="Linearisation explains fine-tuning (NTK, regularised "
                   "fine-tuning, kernel ridge)", profiles=PROFILES, sections=section_runs,
-                  run_cost=run_cost)
+                  run_cost=run_cost,
+                  rehearsal=REHEARSAL)

@@ -251,8 +251,15 @@ def section_runs(s: Settings) -> Sections:
                        [{"trajectory": {"window": s.window, "per_layer": True}} for _ in configs])}
 
 
+# The length settings (epochs, steps, example counts, windows, samples) a rehearsal takes
+# from smoke (`lalr_core.core.rehearsal`); every other setting keeps its profile's value.
+REHEARSAL = (
+    'n_train', 'n_val', 'n_test', 'batch_size', 'epochs', 'milestones', 'window',
+    'sim_steps', 'mc_count', 'e13_steps', 'e13_adam_steps',
+)
 CHAPTER = Chapter(id="04", title="Directedness of optimisation trajectories (SGDM vs Adam)",
-                  profiles=PROFILES, sections=section_runs)
+                  profiles=PROFILES, sections=section_runs,
+                  rehearsal=REHEARSAL)
 
 
 # ------------------------------------------------------------------ seeds and divergence

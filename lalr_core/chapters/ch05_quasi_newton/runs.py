@@ -220,7 +220,7 @@ def section_runs(s: Settings) -> Sections:
     return {"fig4.6": (fig46, [carried.get(c, {}) for c in fig46]),
             "tableE": (tables, [{}] * len(tables)),
             "fig4.11": ([probes["subspace"][0]], [probes["subspace"][1]]),
-            "fig4.7-4.9,E.1": ([c for c, _ in pairs], [carried[c] for c, _ in pairs]),
+            "fig4.7-4.9+E.1": ([c for c, _ in pairs], [carried[c] for c, _ in pairs]),
             "fig4.10": (fig410, [{}] * len(fig410)),
             "fig4.20": (fig420, [{"alg5_log": {}} if c.optimizer == ALG5 else {}
                                  for c in fig420]),
@@ -235,6 +235,18 @@ def run_cost(cfg: RunConfig) -> float:
     return cfg.epochs * n * factor
 
 
+# The length settings (epochs, steps, example counts, windows, samples) a rehearsal takes
+# from smoke (`lalr_core.core.rehearsal`); every other setting keeps its profile's value.
+REHEARSAL = (
+    'rolling_steps', 'rolling_samples', 'cumulant_samples', 'n_train', 'n_test',
+    'batch_size', 'fig46_epochs', 'table_epochs', 'hessian_epochs', 'hessian_examples',
+    'probe_lc_points', 'probe_lc_columns', 'probe_sl_per_class', 'probe_sl_every',
+    'e1_store_every', 'e1_store_first', 'bs_n_train', 'bs_batch_sizes', 'bs_steps',
+    'alg5_batch_size', 'alg5_epochs', 'alg5_sample', 'phi_batch_size', 'phi_epochs',
+    'phi_every', 'cohesion_batch_size', 'cohesion_epochs', 'cohesion_batches',
+    'cohesion_per_epoch',
+)
 CHAPTER = Chapter(id="05", title="Second-order methods: quasi-Newton in the class-gradient "
                   "subspace, the top Hessian eigenvector", profiles=PROFILES,
-                  sections=section_runs, run_cost=run_cost)
+                  sections=section_runs, run_cost=run_cost,
+                  rehearsal=REHEARSAL)

@@ -60,8 +60,18 @@ from lalr_core.chapters.ch06_orthogonal_sgdm.verdicts import (
 )
 from lalr_core.core.runs.chapter import Chapter
 
+# The length settings (epochs, steps, example counts, windows, samples) a rehearsal takes
+# from smoke (`lalr_core.core.rehearsal`); every other setting keeps its profile's value.
+REHEARSAL = (
+    'n_train', 'n_val', 'n_test', 'batch_size', 'epochs', 'f53_mark', 't51_epochs',
+    't51_milestones', 't54_epochs', 'f57_n_val', 'f57_batch', 'f57_eval_every', 'bt_steps',
+    'bt_batch', 'vae_steps', 'vae_eval_every', 'cos_epochs', 'cos_every', 'rep_every',
+    'f514_n_train', 'f514_epochs', 'sym_epochs', 'sym_every', 'sym_skip', 'null_steps',
+    'null_f32_steps',
+)
 CHAPTER = Chapter(id="06", title="Orthogonal SGDM: orthogonalising gradients per layer",
-                  profiles=PROFILES, sections=section_runs, run_cost=run_cost)
+                  profiles=PROFILES, sections=section_runs, run_cost=run_cost,
+                  rehearsal=REHEARSAL)
 
 __all__ = [
     "CHAPTER", "PROFILES", "TABLE51_BASES", "VARIANTS", "Settings", "ablation_configs", "null_configs",

@@ -11,7 +11,13 @@ from __future__ import annotations
 from lalr_core.chapters.ch07_signal_propagation.settings import PROFILES, Settings
 from lalr_core.core.runs.chapter import Chapter
 
+# The length settings (epochs, steps, example counts, windows, samples) a rehearsal takes
+# from smoke (`lalr_core.core.rehearsal`); every other setting keeps its profile's value.
+REHEARSAL = (
+    'e1_grid', 'e3_steps', 'e5_points', 'e6_draws',
+)
 CHAPTER = Chapter(id="07", title="Signal propagation and trainability at initialisation",
-                  profiles=PROFILES)
+                  profiles=PROFILES,
+                  rehearsal=REHEARSAL)
 
 __all__ = ["CHAPTER", "PROFILES", "Settings"]

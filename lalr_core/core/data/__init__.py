@@ -43,6 +43,7 @@ from pathlib import Path
 import torch
 import torchvision.datasets as tvd
 
+from lalr_core.core import rehearsal
 from lalr_core.core.data.batches import generator_for, iterate_batches, num_batches
 from lalr_core.core.data.specs import (
     DATASETS,
@@ -299,7 +300,8 @@ def load_data(name: str, *, root: str | os.PathLike | None = None, n_train: int 
 
     Raises:
         ValueError: unknown name, negative sizes, or sizes larger than the splits.
-        DatasetMissingError: real data absent and not obtainable.
+        DatasetMissingError: real data absent and not obtainable (in a rehearsal,
+            `lalr_core.core.rehearsal`, absent data is drawn synthetic instead).
     """
     check_dataset_name(name)
     for label, value, none_ok in (("n_train", n_train, True), ("n_val", n_val, False),
@@ -307,6 +309,9 @@ def load_data(name: str, *, root: str | os.PathLike | None = None, n_train: int 
         check_count(label, value, allow_none=none_ok)
     spec, device = DATASETS[name], torch.device(device)
     check_sizes(n_train, n_val, n_test, spec.train_size, spec.test_size)
+    if not synthetic and rehearsal.active() and DATASETS[name].tv_class is not None \
+            and not _present(name, data_root(root)):
+        synthetic = True  # a rehearsal needs the shapes, not the data (see core.rehearsal)
     if synthetic:
         n_tr, n_te = SYNTHETIC_SIZES
         return synthetic_data(name, n_tr if n_train is None else n_train, n_val,

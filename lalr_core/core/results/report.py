@@ -44,6 +44,8 @@ def _verdict_text(check: dict) -> str:
     verdict = check["verdict"]
     if check.get("underpowered") and verdict == "INCONCLUSIVE":
         verdict += " (underpowered at this profile)"
+    if check.get("rehearsal"):  # a few steps of training: not a result
+        verdict += " (rehearsal)"
     text = f"**{verdict}** {check['claim']}"
     if check.get("interval"):  # the estimate, its 95% interval and what it rests on
         ev = Evidence.from_record(check["interval"])
@@ -237,6 +239,40 @@ def _timings_section(timings: list[dict]) -> list[str]:
     return lines
 
 
+PLACEMENT_FILE = "placement.json"  # written by the driver's placement (lalr_core.placement)
+
+
+def _placement_section(profile_dir: Path) -> list[str]:
+    """What this machine did not run (``placement.json``), and why, per chapter."""
+    path = profile_dir / PLACEMENT_FILE
+    if not path.is_file():
+        return []
+    placed = json.loads(path.read_text())
+    skipped = {c: p for c, p in placed["chapters"].items() if p["run"] != "all"}
+    if not skipped:
+        return []
+    lines = ["", "## Not run on this machine", "",
+             (f"Without a GPU, a notebook part whose training runs were estimated above "
+              f"{placed['budget_cpu_min']:g} CPU minutes, or whose data is missing, was skipped "
+              "(its items are missing above); the rest of the notebook ran."), "",
+             "| chapter | skipped | section: why |", "|---|---|---|"]
+    for c, p in sorted(skipped.items()):
+        what = "the whole notebook" if p["run"] == "none" else f"{p['skipped_cells']} cells"
+        why = "<br>".join(f"{s}: {w}" for s, w in p["reasons"].items())
+        lines.append(f"| {c} | {what} | {_cell(why)} |")
+    return lines
+
+
+REHEARSAL_NOTE = (
+    "**Rehearsal: no number below is a result.** Every notebook ran to its end on this "
+    "profile's grid (models, widths, data shapes, methods, seeds, sweeps) with every length "
+    "(epochs, steps, example counts, windows) cut to the smoke profile's, one training run "
+    "per distinct shape (its result shared by the runs that differ only in seed or "
+    "optimiser settings), on synthetic data where the real data is absent, to test the "
+    "figure, table and check code before the real run; the verdicts only show that the "
+    "checks ran.")
+
+
 def render_report(profile: str, profile_dir: Path, rows: list[dict]) -> str:
     """The text of ``REPORT.md`` for ``rows`` of the inventory and ``profile_dir``'s outputs."""
     checks = load_checks(profile_dir)
@@ -246,9 +282,11 @@ def render_report(profile: str, profile_dir: Path, rows: list[dict]) -> str:
     table, present = _item_table(item_records(profile_dir, rows, checks))
     git = git_info()
     made_at = ", ".join(_sidecar_commits(profile_dir)) or "none"
+    rehearsed = any(c.get("rehearsal") for c in checks)
     head = [
-        f"# Report: profile `{profile}`",
+        f"# Report: profile `{profile}`" + (" (REHEARSAL)" if rehearsed else ""),
         "",
+        *([REHEARSAL_NOTE, ""] if rehearsed else []),
         f"Built {utc_timestamp()} at commit `{git['commit']}`"
         + (" (dirty)" if git["dirty"] else "") + f"; outputs made at commit(s): {made_at}.",
         "",
@@ -268,7 +306,7 @@ def render_report(profile: str, profile_dir: Path, rows: list[dict]) -> str:
         "",
     ]
     body = (table + _other_checks(others) + _sanity_section(sanity)
-            + _timings_section(_load_timings(profile_dir)))
+            + _placement_section(profile_dir) + _timings_section(_load_timings(profile_dir)))
     return "\n".join(head + body) + "\n"
 
 

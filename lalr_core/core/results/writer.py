@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from lalr_core.core import progress
+from lalr_core.core import progress, rehearsal
 from lalr_core.core.atomic_io import atomic_write, atomic_write_text, canonical_json
 from lalr_core.core.loop.config import check_profile
 from lalr_core.core.results.claims import (
@@ -128,6 +128,14 @@ def markdown_table(df: pd.DataFrame, floatfmt: str = ".4g") -> str:
 
 
 # ----------------------------------------------------------------------------- writer
+REHEARSAL_MARK = "REHEARSAL"  # on every figure a rehearsal saves (`lalr_core.core.rehearsal`)
+
+
+def _rehearsal_mark() -> dict:
+    """``{"rehearsal": True}`` in a rehearsal (sidecars and check records), else nothing."""
+    return {"rehearsal": True} if rehearsal.active() else {}
+
+
 FIGURES_ENV = "LALR_FIGURES_ROOT"  # the driver's --out, inherited by the notebook kernels
 
 
@@ -181,7 +189,7 @@ class FigureWriter:
             chapter=self.chapter, notebook=self.notebook, profile=self.profile,
             item_id=item_id, kind=kind, files=[p.name for p in files],
             param_hash=param_hash(params), params=params, seeds=seeds,
-            wall_time_s=wall_time_s, note=note,
+            wall_time_s=wall_time_s, note=note, **_rehearsal_mark(),
         )
         text = json.dumps(record, indent=2, sort_keys=False, default=_jsonable) + "\n"
         path = self.path(item_id, "json")
@@ -208,6 +216,9 @@ class FigureWriter:
         """
         validate_item_id(item_id)
         canonical_json({"params": params, "seeds": seeds})  # fail before writing anything
+        if rehearsal.active() and not any(t.get_text() == REHEARSAL_MARK for t in fig.texts):
+            fig.text(0.5, 0.5, REHEARSAL_MARK, ha="center", va="center", rotation=30,
+                     fontsize=40, color="red", alpha=0.25)
         git = git_info()
         tag = f"commit={git['commit']}; dirty={git['dirty']}"
         about = f"{self.profile}/{self.chapter}/{item_id}; param_hash={param_hash(params)}"
@@ -340,7 +351,7 @@ class FigureWriter:
             "interval": interval, "source_effect": source_effect, **power,
             "quote": str(quote),
             "chapter": self.chapter, "notebook": self.notebook, "profile": self.profile,
-            **git_info(), "timestamp_utc": utc_timestamp(),
+            **_rehearsal_mark(), **git_info(), "timestamp_utc": utc_timestamp(),
         }
         record = json.loads(json.dumps(record, default=_jsonable))  # normalise numpy etc.
         records = self.checks()

@@ -21,7 +21,7 @@ import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from lalr_core.core import atomic_io
+from lalr_core.core import atomic_io, rehearsal
 from lalr_core.core.runs import housekeeping
 from lalr_core.core.runs.code_hash import code_fingerprint, module_closure
 from lalr_core.core.runs.keys import (
@@ -82,7 +82,8 @@ class RunCache:
     """Directory of cached units: ``<root>/<name>/<hash>/{result.pkl,meta.json}``.
 
     Args:
-        root: Cache directory; default ``$LALR_RUNS_ROOT`` or ``<repo>/data/runs``.
+        root: Cache directory; default ``$LALR_RUNS_ROOT`` or ``<repo>/data/runs``. In a
+            rehearsal (`lalr_core.core.rehearsal`) its sibling ``<root>-rehearsal`` instead.
         version: Library version in the key; default ``lalr_core.__version__``.
     """
 
@@ -91,6 +92,8 @@ class RunCache:
             repo = pathlib.Path(__file__).resolve().parents[3]
             root = os.environ.get(ROOT_ENV) or repo / "data" / "runs"
         self.root = pathlib.Path(root).expanduser().resolve()
+        if rehearsal.active():  # a rehearsal never writes into a real cache
+            self.root = rehearsal.sibling_root(self.root)
         self.version = str(version or importlib.import_module("lalr_core").__version__)
 
     def __repr__(self) -> str:

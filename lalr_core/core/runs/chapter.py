@@ -18,12 +18,14 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import os
 import types
 import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from lalr_core.core import rehearsal
 from lalr_core.core.loop.config import PROFILES, RunConfig, check_profile
 from lalr_core.core.runs.units import train_runs
 
@@ -156,6 +158,9 @@ class Chapter:
         sections: settings -> {section: (configs, one callbacks spec per config)}; None if the
             chapter trains no networks through the shared loop.
         run_cost: a rough relative cost of a run, to start the longest first.
+        rehearsal: the settings that set lengths (epochs, steps, example counts, windows,
+            milestones, sample sizes): a rehearsal (`lalr_core.core.rehearsal`) takes them from
+            the smoke profile and keeps the rest of the profile's grid.
     """
 
     id: str
@@ -163,15 +168,28 @@ class Chapter:
     profiles: Mapping[str, ChapterSettings]
     sections: Callable[[Any], Sections] | None = None
     run_cost: Callable[[RunConfig], float] = lambda cfg: float(cfg.epochs)
+    rehearsal: tuple[str, ...] = ()
 
     def __post_init__(self):
         if sorted(self.profiles) != sorted(PROFILES):
             raise ValueError(f"chapter {self.id} must define profiles {PROFILES}, "
                              f"got {sorted(self.profiles)}")
+        known = {f.name for f in dataclasses.fields(self.profiles["smoke"])}
+        if unknown := sorted(set(self.rehearsal) - known):
+            raise ValueError(f"chapter {self.id}: rehearsal names unknown settings {unknown}")
 
     def settings(self, profile: str, overrides: Mapping[str, Any] | None = None):
-        """The checked settings of ``profile`` with ``overrides`` (``ValueError`` on bad input)."""
-        return self.profiles[check_profile(profile)].with_overrides(overrides)
+        """The checked settings of ``profile`` with ``overrides`` (``ValueError`` on bad input);
+        in a rehearsal, with the ``rehearsal`` settings (lengths) of the smoke profile."""
+        settings = self.profiles[check_profile(profile)]
+        if rehearsal.active():
+            settings = self.rehearsed(settings)
+        return settings.with_overrides(overrides)
+
+    def rehearsed(self, settings):
+        """``settings`` with the lengths (``rehearsal``) of the smoke profile, checked."""
+        smoke = self.profiles["smoke"]
+        return dataclasses.replace(settings, **{n: getattr(smoke, n) for n in self.rehearsal})
 
     def runs(self, settings, section: str) -> tuple[list[RunConfig], list[dict]]:
         """The configs and callbacks specs of one section."""
@@ -206,4 +224,15 @@ class Chapter:
     def _sections(self, settings) -> Sections:
         if self.sections is None:
             raise ValueError(f"chapter {self.id} has no sections of training runs")
-        return self.sections(settings)
+        elsewhere = placed_elsewhere(self.id)
+        return {name: runs for name, runs in self.sections(settings).items()
+                if name not in elsewhere}
+
+
+SKIP_ENV = "LALR_SKIP_SECTIONS"  # JSON {"04": ["fig3.7"], ...}: sections placed elsewhere
+
+
+def placed_elsewhere(chapter_id: str) -> set[str]:
+    """The sections of ``chapter_id`` that ``make figures`` placed on another machine
+    (`lalr_core.placement`: their notebook cells are not run here, nor their runs trained)."""
+    return set(json.loads(os.environ.get(SKIP_ENV) or "{}").get(chapter_id, ()))

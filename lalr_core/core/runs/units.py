@@ -16,7 +16,7 @@ from typing import Any
 
 import torch
 
-from lalr_core.core import progress
+from lalr_core.core import progress, rehearsal
 from lalr_core.core.loop.callbacks import CALLBACKS
 from lalr_core.core.loop.config import OPTIMIZERS, RunConfig
 from lalr_core.core.loop.schedules import SCHEDULES
@@ -87,6 +87,9 @@ def train_runs(configs: Sequence[RunConfig], *,
         executor: ``"local"`` or ``"ray"``; None: ``$LALR_EXECUTOR`` (what ``make figures
             EXECUTOR=...`` sets), else local.
         cache: the run cache (default ``data/runs``).
+
+    In a rehearsal (`lalr_core.core.rehearsal`) only the first run of each shape is trained;
+    the others get its result, with their own ``config``.
     """
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise ValueError(f"workers must be an integer >= 1, got {workers!r}")
@@ -98,6 +101,12 @@ def train_runs(configs: Sequence[RunConfig], *,
     if unknown:
         raise ValueError(f"unknown callbacks {unknown}; known: {CALLBACKS.names()}")
     params = [{"run": cfg.key(), "callbacks": cb} for cfg, cb in zip(configs, per_run)]
+    if rehearsal.active():  # one rehearsed run per shape, its result handed to the others
+        shapes = {rehearsal.shape_key(p): p for p in reversed(params)}  # first of each shape
+        results = dict(zip(shapes, sweep(train_unit, list(shapes.values()), name="train",
+                                         executor=executor, cache=cache,
+                                         workers=min(workers, len(shapes)) or 1)))
+        return [{**results[rehearsal.shape_key(p)], "config": p["run"]} for p in params]
     return sweep(train_unit, params, name="train", executor=executor,
                  workers=min(workers, len(params)) or 1, cache=cache)
 

@@ -13,7 +13,7 @@ COMPILE ?=
 PIN_HASH := $(shell cat pyproject.toml | sha256sum | cut -c1-12)
 STAMP := $(VENV)/.env-$(PIN_HASH)
 
-.PHONY: env data figures book test lab bench prune clean
+.PHONY: env data figures snapshot book test lab bench prune clean
 
 env: $(STAMP)
 
@@ -31,6 +31,9 @@ figures: env
 	$(if $(COMPILE),LALR_COMPILE=$(COMPILE)) $(PY) -m lalr_core.driver --profile $(PROFILE) --chapters $(CHAPTERS) \
 		$(if $(EXECUTOR),--executor $(EXECUTOR)) $(if $(filter-out 0,$(DRY_RUN)),--dry-run) \
 		$(if $(filter-out 0,$(REHEARSE)),--rehearse)
+
+snapshot: env
+	$(PY) -m lalr_core.snapshot
 
 book: env
 	$(PY) -m lalr_core.book --profile $(PROFILE)

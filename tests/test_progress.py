@@ -8,12 +8,12 @@ import threading
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt
 
-from lalr_core.core import progress  # noqa: E402
-from lalr_core.core.results.inventory import inventory_count  # noqa: E402
+from lalr_core.core import progress
+from lalr_core.core.results.inventory import inventory_count
 from lalr_core.core.results.writer import FigureWriter
-from lalr_core.core.runs import RunCache, sweep  # noqa: E402
+from lalr_core.core.runs import RunCache, sweep
 
 
 def double(params: dict) -> int:
@@ -27,6 +27,7 @@ def test_saved_items_and_sweeps_report_to_the_progress_file(tmp_path, monkeypatc
     fig = plt.figure()
     out.savefig(fig, "fig3.7A")
     out.savefig(fig, "fig3.7A")  # saved again: still one item
+    out.savefig(fig, "extra_layer_psi")  # ours, not in the sources' inventory
     plt.close(fig)
     assert sweep(double, [{"i": i} for i in range(3)], name="dbl",
                  cache=RunCache(tmp_path / "runs", version="t")) == [0, 2, 4]
@@ -34,6 +35,7 @@ def test_saved_items_and_sweeps_report_to_the_progress_file(tmp_path, monkeypatc
     n = inventory_count("04_directedness")
     assert n == 22
     assert text.count(f"[smoke/04_directedness] saved fig3.7A (1 of {n} items)") == 2
+    assert f"saved extra_layer_psi (1 of {n} items, 1 of ours)" in text
     assert "dbl: 100%" in text and "3/3" in text and "computed=3" in text
 
 

@@ -96,6 +96,7 @@ def test_rehearsed_settings_take_smokes_lengths_and_keep_the_grid(cid, profile, 
     smoke = ch.profiles["smoke"]
     for f in dataclasses.fields(real):
         want = getattr(smoke if f.name in ch.rehearsal else real, f.name)
+        want = ch.rehearsal_values.get(f.name, want)
         assert getattr(rehearsed, f.name) == want, f.name
     assert ch.settings(profile, {"seeds": None} if hasattr(real, "seeds") else None)
 
@@ -139,3 +140,11 @@ def test_driver_refuses_a_rehearsal_with_the_data_step(capsys):
     assert driver_main(["--profile", "paper", "--chapters", "07", "--rehearse",
                         "--data-only"]) == 2
     assert "--rehearse needs no data step" in capsys.readouterr().err
+
+
+def test_a_rehearsal_loads_at_most_its_caps_of_examples(tmp_path, rehearsing):
+    data = load_data("cifar10", root=tmp_path, n_val=1000, download=False)
+    assert [len(y) for y in (data.y_train, data.y_val, data.y_test)] == \
+        [rehearsal.SPLIT_CAP, rehearsal.EVAL_CAP, rehearsal.EVAL_CAP]
+    small = load_data("cifar10", root=tmp_path, n_train=8, n_test=4, download=False)
+    assert (len(small.y_train), len(small.y_val), len(small.y_test)) == (8, 0, 4)

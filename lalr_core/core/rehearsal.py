@@ -8,13 +8,16 @@ before a GPU hour is spent. What is cut is the length of everything, in a few pl
 
 * `lalr_core.core.runs.chapter.Chapter.settings` takes the chapter's *length* settings
   (``Chapter.rehearsal``: epochs, steps, example counts, windows, milestones, sample sizes)
-  from its smoke profile and keeps every other setting of the profile; the settings' own
-  checks then hold the shortened lengths consistent (a window shorter than the run, say);
+  from its smoke profile (and ``Chapter.rehearsal_values`` below them, for grids of wide
+  models) and keeps every other setting of the profile; the settings' own checks then hold
+  the shortened lengths consistent (a window shorter than the run, say);
 * `lalr_core.core.runs.units.train_runs` trains one run per distinct shape (`shape_key`: the
   run without its `NOT_SHAPE` entries: seeds, lr, momentum, weight decay, schedule) and hands its
   result, under each run's own config, to the others of that shape;
 * `lalr_core.core.data.load_data` draws synthetic data of the dataset's real shapes and classes
-  where the real data is absent (CIFAR on an offline machine);
+  where the real data is absent (CIFAR on an offline machine), and loads at most `SPLIT_CAP`
+  training and `EVAL_CAP` validation and test examples (a profile's "the whole test set" is a
+  length too: evaluating 10,000 images each epoch was most of a wide model's rehearsed run);
 * `lalr_core.core.runs.cache.RunCache` keeps its entries beside the real cache
   (``<root>-rehearsal``), never in it;
 * `lalr_core.core.results.writer.FigureWriter` stamps "REHEARSAL" on every figure and
@@ -32,6 +35,8 @@ from pathlib import Path
 from typing import Any
 
 REHEARSE_ENV = "LALR_REHEARSE"  # "1": this process (and the kernels it starts) rehearses
+SPLIT_CAP = 512  # training examples a rehearsal loads, at most
+EVAL_CAP = 64    # validation and test examples a rehearsal loads, at most (each)
 # Run-config entries that change a run's numbers but not its shapes: runs that differ only in
 # these share one rehearsed result.
 NOT_SHAPE = ("seed", "split_seed", "lr", "momentum", "betas", "wd", "nesterov", "lr_decay",

@@ -91,9 +91,11 @@ from lalr_core.core.runs.chapter import Chapter
 REHEARSAL = (
     'n_train', 'pretrain_epochs', 'f33_epochs', 'vgg_epochs', 'f322_epochs', 'f326_epochs',
 )
+# Below smoke's lengths: WRN-28-10 takes minutes a step of smoke's batch on a CPU.
+REHEARSAL_VALUES = {"n_train": 32, "batch_size": 32}
 CHAPTER = Chapter(id="02b", title="HT-SR metrics as channel-pruning budgets; layer-wise lrs "
                   "after pruning", profiles=PROFILES, sections=sections,
-                  rehearsal=REHEARSAL)
+                  rehearsal=REHEARSAL, rehearsal_values=REHEARSAL_VALUES)
 
 __all__ = [
     "AUGS",

@@ -69,9 +69,11 @@ REHEARSAL = (
     'f514_n_train', 'f514_epochs', 'sym_epochs', 'sym_every', 'sym_skip', 'null_steps',
     'null_f32_steps',
 )
+# Below smoke's lengths: the torchvision ResNet-50s and DenseNets takes minutes a step of smoke's batch on a CPU.
+REHEARSAL_VALUES = {"n_train": 64}
 CHAPTER = Chapter(id="06", title="Orthogonal SGDM: orthogonalising gradients per layer",
                   profiles=PROFILES, sections=section_runs, run_cost=run_cost,
-                  rehearsal=REHEARSAL)
+                  rehearsal=REHEARSAL, rehearsal_values=REHEARSAL_VALUES)
 
 __all__ = [
     "CHAPTER", "PROFILES", "TABLE51_BASES", "VARIANTS", "Settings", "ablation_configs", "null_configs",

@@ -301,7 +301,8 @@ def load_data(name: str, *, root: str | os.PathLike | None = None, n_train: int 
     Raises:
         ValueError: unknown name, negative sizes, or sizes larger than the splits.
         DatasetMissingError: real data absent and not obtainable (in a rehearsal,
-            `lalr_core.core.rehearsal`, absent data is drawn synthetic instead).
+            `lalr_core.core.rehearsal`, absent data is drawn synthetic instead, and the splits
+            are cut to ``rehearsal.SPLIT_CAP`` / ``EVAL_CAP`` examples).
     """
     check_dataset_name(name)
     for label, value, none_ok in (("n_train", n_train, True), ("n_val", n_val, False),
@@ -309,6 +310,11 @@ def load_data(name: str, *, root: str | os.PathLike | None = None, n_train: int 
         check_count(label, value, allow_none=none_ok)
     spec, device = DATASETS[name], torch.device(device)
     check_sizes(n_train, n_val, n_test, spec.train_size, spec.test_size)
+    if rehearsal.active():  # "the whole split" is a length too: a few batches rehearse it
+        n_train = min(spec.train_size - n_val if n_train is None else n_train,
+                      rehearsal.SPLIT_CAP)
+        n_val = min(n_val, rehearsal.EVAL_CAP)
+        n_test = min(spec.test_size if n_test is None else n_test, rehearsal.EVAL_CAP)
     if not synthetic and rehearsal.active() and DATASETS[name].tv_class is not None \
             and not _present(name, data_root(root)):
         synthetic = True  # a rehearsal needs the shapes, not the data (see core.rehearsal)

@@ -41,8 +41,14 @@ def read_inventory(path) -> list[dict]:
     return rows
 
 
-def inventory_count(chapter: str) -> int:
-    """How many items of ``chapter`` (its folder name) the sources' inventory lists (0 when
+def inventory_items(chapter: str) -> set[str]:
+    """The item ids of ``chapter`` (its folder name) the sources' inventory lists (none when
     there is no inventory)."""
     path = default_inventory()
-    return sum(r["chapter"] == chapter for r in read_inventory(path)) if path.is_file() else 0
+    return {r["item_id"] for r in read_inventory(path) if r["chapter"] == chapter} \
+        if path.is_file() else set()
+
+
+def inventory_count(chapter: str) -> int:
+    """How many items of ``chapter`` the sources' inventory lists (0 when there is none)."""
+    return len(inventory_items(chapter))

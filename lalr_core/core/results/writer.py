@@ -34,7 +34,7 @@ from lalr_core.core.results.claims import (
     underpowered,
 )
 from lalr_core.core.results.evidence import Evidence
-from lalr_core.core.results.inventory import inventory_count
+from lalr_core.core.results.inventory import inventory_items
 from lalr_core.core.results.provenance import git_info, provenance, repo_root, utc_timestamp
 from lalr_core.core.runs import param_hash as run_key
 
@@ -170,7 +170,7 @@ class FigureWriter:
         self.root = Path(root) if root is not None else default_root()
         self.dir = self.root / profile / chapter
         self._saved: set[str] = set()
-        self._inventory_n: int | None = None  # read once, when a terminal follows progress
+        self._inventory: set[str] | None = None  # read once, when a terminal follows progress
         if fresh_checks:
             self.checks_path.unlink(missing_ok=True)
 
@@ -265,14 +265,17 @@ class FigureWriter:
         return out
 
     def _progress(self, item_id: str) -> None:
-        """A line in ``make figures``' terminal: which item, and how many of the chapter's."""
+        """A line in ``make figures``' terminal: which item, and how many of the chapter's
+        inventory items are saved (items of ours that the sources do not have, apart)."""
         self._saved.add(item_id)
         if progress.stream() is None:  # no terminal follows this notebook
             return
-        if self._inventory_n is None:
-            self._inventory_n = inventory_count(self.chapter)
+        if self._inventory is None:
+            self._inventory = inventory_items(self.chapter)
+        extra = len(self._saved - self._inventory)  # items of ours, not the sources'
         progress.note(f"[{self.profile}/{self.chapter}] saved {item_id} "
-                      f"({len(self._saved)} of {self._inventory_n} items)")
+                      f"({len(self._saved & self._inventory)} of {len(self._inventory)} items"
+                      + (f", {extra} of ours)" if extra else ")"))
 
     # ------------------------------------------------------------------------- checks
     @property

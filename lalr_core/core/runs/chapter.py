@@ -161,6 +161,9 @@ class Chapter:
         rehearsal: the settings that set lengths (epochs, steps, example counts, windows,
             milestones, sample sizes): a rehearsal (`lalr_core.core.rehearsal`) takes them from
             the smoke profile and keeps the rest of the profile's grid.
+        rehearsal_values: lengths a rehearsal sets below smoke's (applied after
+            ``rehearsal``), where the grid's models are so wide that smoke's lengths take
+            minutes a run on a CPU.
     """
 
     id: str
@@ -169,13 +172,14 @@ class Chapter:
     sections: Callable[[Any], Sections] | None = None
     run_cost: Callable[[RunConfig], float] = lambda cfg: float(cfg.epochs)
     rehearsal: tuple[str, ...] = ()
+    rehearsal_values: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self):
         if sorted(self.profiles) != sorted(PROFILES):
             raise ValueError(f"chapter {self.id} must define profiles {PROFILES}, "
                              f"got {sorted(self.profiles)}")
         known = {f.name for f in dataclasses.fields(self.profiles["smoke"])}
-        if unknown := sorted(set(self.rehearsal) - known):
+        if unknown := sorted((set(self.rehearsal) | set(self.rehearsal_values)) - known):
             raise ValueError(f"chapter {self.id}: rehearsal names unknown settings {unknown}")
 
     def settings(self, profile: str, overrides: Mapping[str, Any] | None = None):
@@ -187,9 +191,11 @@ class Chapter:
         return settings.with_overrides(overrides)
 
     def rehearsed(self, settings):
-        """``settings`` with the lengths (``rehearsal``) of the smoke profile, checked."""
+        """``settings`` with the lengths (``rehearsal``) of the smoke profile and the
+        ``rehearsal_values``, checked."""
         smoke = self.profiles["smoke"]
-        return dataclasses.replace(settings, **{n: getattr(smoke, n) for n in self.rehearsal})
+        return dataclasses.replace(settings, **{**{n: getattr(smoke, n) for n in self.rehearsal},
+                                                **self.rehearsal_values})
 
     def runs(self, settings, section: str) -> tuple[list[RunConfig], list[dict]]:
         """The configs and callbacks specs of one section."""

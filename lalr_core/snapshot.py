@@ -1,0 +1,152 @@
+"""``make snapshot``: the latest results, committed as text, so a reader sees them without running.
+
+``python -m lalr_core.snapshot`` copies, for every profile that has a REPORT.md under the
+figures root (``figures/quick``, ``figures/paper``, ``figures/rehearsal/paper``, ...), its
+REPORT.md, each chapter's ``checks.json`` and Markdown tables, ``timings.json`` and
+``placement.json`` into ``results/<profile>/`` (``results/rehearsal/<profile>/`` for a
+rehearsal), and writes ``results/README.md``: one row per profile with the commit and date
+that made it, what kind of numbers they are (quick, paper, rehearsal), the claim-test verdicts
+and the items present. Figures (PNG / PDF) stay out: their links in the copied REPORT.md become
+plain words. A profile not under the figures root keeps its last snapshot.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shutil
+import sys
+from collections import Counter
+from pathlib import Path
+
+from lalr_core.core.atomic_io import atomic_write_text
+from lalr_core.core.results.provenance import repo_root
+from lalr_core.core.results.report import check_kind_of, load_checks
+from lalr_core.core.results.writer import CHECKS_FILE, default_root
+
+KINDS = {
+    "smoke": "smoke: the code path on tiny settings; no number is a result",
+    "quick": "quick: reduced settings on this collection's 2-core CPU machine (each chapter "
+             "states its reductions beside its figures)",
+    "paper": "paper: the sources' settings, for the notebook parts a CPU could run (the rest "
+             "is listed under 'Not run on this machine' in its REPORT.md)",
+    "rehearsal": "rehearsal: the paper grid with smoke's lengths, to test the figure and "
+                 "check code before a GPU run; no number is a result",
+}
+_FIGURE_LINK = re.compile(r"\[(png|pdf)\]\([^)]*\)")
+_VERDICTS = ("PASS", "FAIL", "INCONCLUSIVE", "N/A")
+
+
+def profile_dirs(figures: Path) -> dict[str, Path]:
+    """Snapshot name (``quick``, ``rehearsal/paper``) -> the figures folder holding a REPORT.md."""
+    found = {}
+    for report in sorted(figures.glob("*/REPORT.md")) + sorted(figures.glob("rehearsal/*/REPORT.md")):
+        found[str(report.parent.relative_to(figures))] = report.parent
+    return found
+
+
+def copy_profile(src: Path, dst: Path) -> None:
+    """Replace ``dst`` with the text outputs of ``src`` (REPORT.md without figure links)."""
+    if dst.exists():
+        shutil.rmtree(dst)
+    dst.mkdir(parents=True)
+    report = (src / "REPORT.md").read_text(encoding="utf-8")
+    atomic_write_text(dst / "REPORT.md", _FIGURE_LINK.sub(r"\1 (not in the snapshot)", report))
+    for name in ("timings.json", "placement.json"):
+        if (src / name).is_file():
+            shutil.copy2(src / name, dst / name)
+    for chapter in sorted(p for p in src.iterdir() if p.is_dir() and p.name != "notebooks"):
+        files = [chapter / CHECKS_FILE, *sorted(chapter.glob("*.md"))]
+        for f in (f for f in files if f.is_file()):
+            (dst / chapter.name).mkdir(exist_ok=True)
+            shutil.copy2(f, dst / chapter.name / f.name)
+
+
+def summary(name: str, folder: Path) -> dict:
+    """One row of ``results/README.md`` from a copied profile folder."""
+    checks = load_checks(folder)
+    claims = Counter(c.get("verdict") for c in checks if check_kind_of(c) == "claim")
+    commits = sorted({(c.get("commit") or "?")[:7] + ("+" if c.get("dirty") else "")
+                      for c in checks})
+    dates = sorted(c["timestamp_utc"][:10] for c in checks if c.get("timestamp_utc"))
+    items = re.search(r"- items: (\d+) in the inventory, (\d+) present",
+                      (folder / "REPORT.md").read_text(encoding="utf-8"))
+    kind = "rehearsal" if name.startswith("rehearsal/") else name.split("/")[-1]
+    return {"name": name, "kind": KINDS.get(kind, kind), "commits": commits,
+            "dates": (dates[0], dates[-1]) if dates else ("?", "?"),
+            "claims": {v: claims.get(v, 0) for v in _VERDICTS},
+            "sanity": sum(check_kind_of(c) == "sanity" for c in checks),
+            "items": (int(items.group(2)), int(items.group(1))) if items else None}
+
+
+def render_index(rows: list[dict]) -> str:
+    """The text of ``results/README.md``."""
+    lines = [
+        "# Latest results",
+        "",
+        ("What holds and what does not, without running anything: each profile's REPORT.md "
+         "(every source item with our verdicts beside the source's numbers) and each chapter's "
+         "check records, as the last `make figures` made them. Refresh after a run with `make "
+         "snapshot` (it copies every profile under `figures/`; figures stay out, text only)."),
+        "",
+        ("| numbers | report | made at commit | date (UTC) | claim tests: PASS / FAIL / "
+         "INCONCLUSIVE / N/A | sanity checks | items present |"),
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        first, last = r["dates"]
+        date = first if first == last else f"{first} to {last}"
+        verdicts = " / ".join(str(r["claims"][v]) for v in _VERDICTS)
+        items = f"{r['items'][0]} of {r['items'][1]}" if r["items"] else "?"
+        lines.append(f"| {r['kind']} | [{r['name']}/REPORT.md]({r['name']}/REPORT.md) | "
+                     f"{', '.join(r['commits'])} | {date} | {verdicts} | {r['sanity']} | "
+                     f"{items} |")
+    lines += [
+        "",
+        ("A commit marked `+` had uncommitted changes when the numbers were made. A claim test "
+         "judges a source's claim against a null or a control (PASS / FAIL only when the 95% "
+         "interval lies on one side of the claim's threshold); a sanity check holds by "
+         "construction. Only the `paper` rows are at the sources' scale, and only for the parts "
+         "a CPU could run; `quick` numbers are reduced; `rehearsal` numbers mean nothing."),
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def snapshot(figures: Path, results: Path) -> list[dict]:
+    """Copy every profile under ``figures`` into ``results`` and rewrite the index; returns
+    the index rows (profiles snapshotted before and absent now are kept).
+
+    Raises:
+        ValueError: ``figures`` holds no profile with a REPORT.md.
+    """
+    found = profile_dirs(figures)
+    if not found:
+        raise ValueError(f"no REPORT.md under {figures}/<profile>/: run `make figures` first")
+    for name, src in found.items():
+        copy_profile(src, results / name)
+    kept = profile_dirs(results)
+    rows = [summary(name, folder) for name, folder in kept.items()]
+    atomic_write_text(results / "README.md", render_index(rows))
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--figures", default=str(default_root()),
+                        help="figures root (default $LALR_FIGURES_ROOT, else <repo>/figures)")
+    parser.add_argument("--results", default=str(repo_root() / "results"))
+    args = parser.parse_args(argv)
+    try:
+        rows = snapshot(Path(args.figures), Path(args.results))
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    for r in rows:
+        print(f"{r['name']}: {json.dumps(r['claims'])} at {', '.join(r['commits'])}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,61 @@
+"""``make snapshot`` (`lalr_core.snapshot`) and the committed ``results/`` it writes."""
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from lalr_core.snapshot import main, snapshot
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _profile(root: Path, name: str, verdicts: list[str], commit: str = "a" * 40) -> None:
+    folder = root / name / "04_directedness"
+    folder.mkdir(parents=True)
+    checks = [{"item_id": "fig3.8", "claim": f"c{i}", "kind": "claim", "verdict": v,
+               "chapter": "04_directedness", "commit": commit, "dirty": False,
+               "timestamp_utc": "2026-11-28T12:00:00+00:00"} for i, v in enumerate(verdicts)]
+    (folder / "checks.json").write_text(json.dumps(checks))
+    (folder / "E13.md").write_text("| a |\n|---|\n| 1 |\n")
+    (folder / "fig3.8.png").write_bytes(b"png")
+    (root / name / "REPORT.md").write_text(
+        "# Report\n\n- items: 173 in the inventory, 22 present, 151 missing\n\n"
+        "| 04_directedness | fig3.8 | [png](04_directedness/fig3.8.png) [md](04_directedness/E13.md) |\n")
+
+
+def test_snapshot_copies_text_only_and_indexes_every_profile(tmp_path):
+    figures, results = tmp_path / "figures", tmp_path / "results"
+    _profile(figures, "quick", ["PASS", "FAIL", "INCONCLUSIVE"])
+    _profile(figures, "rehearsal/paper", ["PASS"], commit="b" * 40)
+    rows = snapshot(figures, results)
+    assert [r["name"] for r in rows] == ["quick", "rehearsal/paper"]
+    assert (results / "quick/04_directedness/checks.json").is_file()
+    assert (results / "quick/04_directedness/E13.md").is_file()
+    assert not list(results.rglob("*.png"))
+    report = (results / "quick/REPORT.md").read_text()
+    assert "png (not in the snapshot)" in report and "[md](04_directedness/E13.md)" in report
+    index = (results / "README.md").read_text()
+    assert "| 1 / 1 / 1 / 0 | 0 | 22 of 173 |" in index
+    assert "rehearsal: the paper grid" in index and "bbbbbbb" in index
+    # a profile absent from figures/ later keeps its snapshot; one present is replaced
+    (figures / "quick/REPORT.md").unlink()
+    _profile(figures, "paper", ["FAIL"])
+    names = [r["name"] for r in snapshot(figures, results)]
+    assert names == ["paper", "quick", "rehearsal/paper"]
+
+
+def test_snapshot_without_reports_says_what_to_run(tmp_path, capsys):
+    assert main(["--figures", str(tmp_path), "--results", str(tmp_path / "r")]) == 2
+    assert "run `make figures` first" in capsys.readouterr().err
+
+
+def test_the_committed_results_index_links_only_files_that_exist():
+    index = REPO / "results" / "README.md"
+    if not index.is_file():
+        pytest.skip("no results/ snapshot committed")
+    links = re.findall(r"\]\(([^)]+)\)", index.read_text())
+    assert links and all((index.parent / link).is_file() for link in links)
+    reports = {str(p.relative_to(index.parent)) for p in index.parent.rglob("REPORT.md")}
+    assert reports == set(links)

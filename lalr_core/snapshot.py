@@ -2,7 +2,7 @@
 
 ``python -m lalr_core.snapshot`` copies, for every profile that has a REPORT.md under the
 figures root (``figures/quick``, ``figures/paper``, ``figures/rehearsal/paper``, ...), its
-REPORT.md, each chapter's ``checks.json`` and Markdown tables, ``timings.json`` and
+REPORT.md, each chapter's ``checks.json`` and tables (Markdown, CSV), ``timings.json`` and
 ``placement.json`` into ``results/<profile>/`` (``results/rehearsal/<profile>/`` for a
 rehearsal), and writes ``results/README.md``: one row per profile with the commit and date
 that made it, what kind of numbers they are (quick, paper, rehearsal), the claim-test verdicts
@@ -57,7 +57,7 @@ def copy_profile(src: Path, dst: Path) -> None:
         if (src / name).is_file():
             shutil.copy2(src / name, dst / name)
     for chapter in sorted(p for p in src.iterdir() if p.is_dir() and p.name != "notebooks"):
-        files = [chapter / CHECKS_FILE, *sorted(chapter.glob("*.md"))]
+        files = [chapter / CHECKS_FILE, *sorted(chapter.glob("*.md")), *sorted(chapter.glob("*.csv"))]
         for f in (f for f in files if f.is_file()):
             (dst / chapter.name).mkdir(exist_ok=True)
             shutil.copy2(f, dst / chapter.name / f.name)

@@ -19,6 +19,7 @@ def _profile(root: Path, name: str, verdicts: list[str], commit: str = "a" * 40)
                "timestamp_utc": "2026-11-28T12:00:00+00:00"} for i, v in enumerate(verdicts)]
     (folder / "checks.json").write_text(json.dumps(checks))
     (folder / "E13.md").write_text("| a |\n|---|\n| 1 |\n")
+    (folder / "E13.csv").write_text("a\n1\n")
     (folder / "fig3.8.png").write_bytes(b"png")
     (root / name / "REPORT.md").write_text(
         "# Report\n\n- items: 173 in the inventory, 22 present, 151 missing\n\n"
@@ -33,6 +34,7 @@ def test_snapshot_copies_text_only_and_indexes_every_profile(tmp_path):
     assert [r["name"] for r in rows] == ["quick", "rehearsal/paper"]
     assert (results / "quick/04_directedness/checks.json").is_file()
     assert (results / "quick/04_directedness/E13.md").is_file()
+    assert (results / "quick/04_directedness/E13.csv").is_file()
     assert not list(results.rglob("*.png"))
     report = (results / "quick/REPORT.md").read_text()
     assert "png (not in the snapshot)" in report and "[md](04_directedness/E13.md)" in report

@@ -185,7 +185,7 @@ out.savefig(fig, "E2", params=S.as_dict(), seeds=list(range(4, 4 + S.e2_seeds)),
 plt.show()
 record(fd.e2_maps(*({k: v[f] for k, v in E2.items()} for f in ("q_emp", "q_th", "c_emp", "c_th"))))
 
-# %% [markdown]
+# %% [markdown] tags=["long"]
 # ## E3 · depth scales ξ_q, ξ_c and trainability
 #
 # |q^l − q*| ~ e^{−l/ξ_q} and |c^l − c*| ~ e^{−l/ξ_c}; ξ_c = −1/log χ_c with χ_c the c-map's
@@ -203,7 +203,7 @@ record(fd.e2_maps(*({k: v[f] for k, v in E2.items()} for f in ("q_emp", "q_th", 
 # the other seeds rerun only those depths), a t interval over seeds. Short runs show where
 # training starts quickly, not final trainability: `[Schoenholz2017]` trained far longer.
 
-# %%
+# %% tags=["long"]
 t3 = time.perf_counter()
 sws = np.linspace(0.8, 4.5, 150)
 scales = [mf.depth_scales("tanh", s2, S.sigma_b2, cmap_nodes=S.quad_nodes) for s2 in sws]

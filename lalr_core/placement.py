@@ -9,7 +9,9 @@ notebooks by cell tags:
   data and the section's estimated CPU time is within the budget;
 * ``long``: work outside the chapter's sections that is too long for a CPU at the paper
   profile (the dry run does not cost it; `lalr_core.plan.OTHER_WORK` says what it is); skipped
-  without a GPU.
+  without a GPU;
+* ``needs:<dataset>``: work outside the sections that reads ``<dataset>``; skipped when the
+  dataset is missing.
 
 The driver also tells the kernels (``$LALR_SKIP_SECTIONS``, read by
 `lalr_core.core.runs.chapter.Chapter`) which sections are skipped, so a notebook's sweep of
@@ -44,6 +46,7 @@ STEP_OVERHEAD_S = 0.1
 CPU_BUDGET_MIN = 20.0     # default: a section estimated above this many CPU minutes is skipped
 LONG_TAG = "long"
 RUNS_TAG = "runs:"
+NEEDS_TAG = "needs:"
 
 
 def cpu_minutes(run: dict[str, Any], reference_flops: float) -> float:
@@ -95,16 +98,24 @@ def section_reasons(chapter_plan: dict[str, Any], data_status: dict[str, str],
 def notebook_tags(nb: nbformat.NotebookNode) -> set[str]:
     """Every placement tag of the notebook's cells."""
     return {t for c in nb.cells for t in c.metadata.get("tags", [])
-            if t == LONG_TAG or t.startswith(RUNS_TAG)}
+            if t == LONG_TAG or t.startswith((RUNS_TAG, NEEDS_TAG))}
 
 
-def skipped_cells(nb: nbformat.NotebookNode, reasons: dict[str, str],
-                  other_work: str) -> dict[int, str]:
+def skipped_cells(nb: nbformat.NotebookNode, reasons: dict[str, str], other_work: str,
+                  data_status: dict[str, str] | None = None) -> dict[int, str]:
     """Cell index -> why it is skipped, for the cells whose tags name a section in
-    ``reasons`` or are ``long`` (the chapter's work outside its sections, ``other_work``)."""
+    ``reasons``, are ``long`` (the chapter's work outside its sections, ``other_work``), or
+    need a dataset whose ``data_status`` is not "present..." (default: `plan.data_status`)."""
+    from lalr_core.plan import data_status as status_now
+
     out = {}
     for i, cell in enumerate(nb.cells):
         for tag in cell.metadata.get("tags", []):
+            if tag.startswith(NEEDS_TAG):
+                name = tag[len(NEEDS_TAG):]
+                status = (data_status or {}).get(name) or status_now(name)
+                if not status.startswith("present"):
+                    out[i] = f"needs {name} ({status}) outside the sections"
             if tag == LONG_TAG:
                 out[i] = (f"too long for a CPU at this profile (work outside the chapter's "
                           f"sections, not costed by the dry run: {other_work})")
@@ -146,9 +157,10 @@ def place_notebook(nb_path: Path, chapter_plan: dict[str, Any], data_status: dic
     tagged = {t[len(RUNS_TAG):] for t in notebook_tags(nb) if t.startswith(RUNS_TAG)}
     if untagged := sorted(set(reasons) - tagged):  # its cells are not marked: skip it all
         return {"run": "none", "skipped": {}, "reasons": reasons, "unmarked": untagged}
-    skipped = skipped_cells(nb, reasons, chapter_plan.get("other_work", ""))
+    skipped = skipped_cells(nb, reasons, chapter_plan.get("other_work", ""), data_status)
     sections = sorted(reasons)
-    long = sorted({why for why in skipped.values() if not why.startswith("section ")})
-    reasons = {**reasons, **({"outside the sections": long[0]} if long else {})}
+    outside = sorted({why for why in skipped.values() if not why.startswith("section ")})
+    reasons = {**reasons, **{f"outside the sections ({k + 1})" if len(outside) > 1 else
+                             "outside the sections": why for k, why in enumerate(outside)}}
     return {"run": "part" if skipped else "all", "skipped": skipped, "reasons": reasons,
             "sections": sections}

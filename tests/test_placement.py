@@ -67,15 +67,18 @@ def _nb(*tag_lists):
 
 
 def test_skipped_cells_and_the_note_left_in_their_place():
-    nb = _nb([], ["runs:a"], ["runs:a", "runs:b"], ["runs:b"], [LONG_TAG], [])
-    skipped = skipped_cells(nb, {"a": "needs a GPU"}, "the toys")
-    assert sorted(skipped) == [1, 2, 4]
+    nb = _nb([], ["runs:a"], ["runs:a", "runs:b"], ["runs:b"], [LONG_TAG], [],
+             ["needs:cifar10"], ["needs:fashion_mnist"])
+    status = {"cifar10": "missing under /x", "fashion_mnist": "present"}
+    skipped = skipped_cells(nb, {"a": "needs a GPU"}, "the toys", status)
+    assert sorted(skipped) == [1, 2, 4, 6]
+    assert "needs cifar10 (missing under /x)" in skipped[6]
     out = without_cells(nb, skipped)
     kinds = [c.cell_type for c in out.cells]
-    assert kinds == ["code", "markdown", "code", "markdown", "code"]
+    assert kinds == ["code", "markdown", "code", "markdown", "code", "markdown", "code"]
     assert "section a: needs a GPU" in out.cells[1].source
     assert "the toys" in out.cells[3].source
-    assert len(nb.cells) == 6  # the original is untouched
+    assert len(nb.cells) == 8  # the original is untouched
 
 
 def test_a_notebook_whose_skipped_section_is_unmarked_is_skipped_whole(tmp_path):

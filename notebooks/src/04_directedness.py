@@ -429,6 +429,7 @@ N = S.window
 t0 = time.perf_counter()
 results = train_runs(run_configs, workers=S.workers, callbacks=run_callbacks)
 train_time = time.perf_counter() - t0
+print(f"training time {train_time:.0f} s (0 when cached)")
 runs = ch4.by_optimiser(S, results)                      # optimiser -> one result per seed
 why_na, left_out = ch4.seed_notes(runs)
 drops = S.drops()                                        # last step at each old lr
@@ -830,6 +831,5 @@ pd.DataFrame({"steps (median)": np.nanmedian(steps13, 1), "optimal lr (median)":
 
 # %%
 checks = pd.DataFrame(out.checks())
-print(f"training time {train_time:.0f} s (0 when cached); checks: "
-      + ", ".join(f"{(checks['verdict'] == v).sum()} {v}" for v in ("PASS", "FAIL", "INCONCLUSIVE", "N/A")))
+print("checks: " + ", ".join(f"{(checks['verdict'] == v).sum()} {v}" for v in ("PASS", "FAIL", "INCONCLUSIVE", "N/A")))
 checks[["item_id", "verdict", "claim", "ours"]]

@@ -366,7 +366,7 @@ n57 = ox.IMAGENET_VAL_IMAGES if on_imagenet else S.f57_n_val
 out.record(CLAIMS["fig5.7"], fx.fig57(xs, n57, xlabel.split()[0]),   # Orth - SGDM, points
            source="67.5 % vs 61.9 % final test accuracy (ImageNet)")
 
-# %% [markdown]
+# %% [markdown] tags=["needs:cifar10"]
 # ## Fig 5.8 · Barlow Twins with LARS vs Orthogonal-LARS
 #
 # *Source:* in the unsupervised phase of Barlow Twins (ResNet-50, ImageNet, batch 1024, projector
@@ -380,7 +380,7 @@ out.record(CLAIMS["fig5.7"], fx.fig57(xs, n57, xlabel.split()[0]),   # Orth - SG
 # reproduced here, so no numbers) did not show the speed-up later either, and the check stays on
 # the run measured here, judged as measured.
 
-# %%
+# %% tags=["needs:cifar10"]
 bt_cfgs = ox.barlow_twins_configs(S)
 if on_imagenet:  # the paper setting: ResNet-50 Barlow Twins on ImageNet, official defaults
     per_seed = {o: [cached(imagenet.barlow_twins_unit, dict(grad_transform="orth" if o else "none"),
@@ -395,7 +395,7 @@ steps = np.arange(1, len(loss[False]) + 1)
 ax.plot(steps, loss[False], color="C0", label="LARS"); ax.plot(steps, loss[True], color="C1", label="Orth-LARS")
 ax.set_xlabel("step"); ax.set_ylabel("Barlow Twins loss"); ax.set_yscale("log"); ax.legend()
 out.savefig(fig, "fig5.8", params=bt_cfgs[0].key(), seeds=list(range(S.unsup_seeds)),
-            note="ImageNet" if on_imagenet else "reduced analogue (Fashion-MNIST)")
+            note="ImageNet" if on_imagenet else f"reduced analogue ({bt_cfgs[0].dataset})")
 out.record(CLAIMS["fig5.8"], fx.fig58(per_seed, S.bt_window))   # Orth - LARS, paired by seed
 
 # %% [markdown] tags=["long"]

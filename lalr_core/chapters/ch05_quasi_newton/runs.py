@@ -240,7 +240,7 @@ def run_cost(cfg: RunConfig) -> float:
 REHEARSAL = (
     'rolling_steps', 'rolling_samples', 'cumulant_samples', 'n_train', 'n_test',
     'batch_size', 'fig46_epochs', 'table_epochs', 'hessian_epochs', 'hessian_examples',
-    'probe_lc_points', 'probe_lc_columns', 'probe_sl_per_class', 'probe_sl_every',
+    'probe_lc_points', 'probe_sl_per_class', 'probe_sl_every',
     'e1_store_every', 'e1_store_first', 'bs_n_train', 'bs_batch_sizes', 'bs_steps',
     'alg5_batch_size', 'alg5_epochs', 'alg5_sample', 'phi_batch_size', 'phi_epochs',
     'phi_every', 'cohesion_batch_size', 'cohesion_epochs', 'cohesion_batches',

@@ -119,7 +119,10 @@ def test_the_report_lists_what_was_not_run_here(tmp_path):
     profile_dir.mkdir()
     (profile_dir / "placement.json").write_text(json.dumps({"budget_cpu_min": 20, "chapters": {
         "04": {"run": "part", "reasons": {"fig3.7": "needs cifar10"}, "skipped_cells": 16},
+        "03": {"run": "none", "reasons": {"T1": "too long"}, "unmarked": ["T1"],
+               "skipped_cells": 0},
         "07": {"run": "all", "reasons": {}, "skipped_cells": 0}}}))
     report = build_report("paper", root=tmp_path).read_text()
     assert "## Not run on this machine" in report
     assert "| 04 | 16 cells | fig3.7: needs cifar10 |" in report and "| 07 |" not in report
+    assert "| 03 | the whole notebook (no cells marked for T1) | T1: too long |" in report

@@ -258,6 +258,8 @@ def _placement_section(profile_dir: Path) -> list[str]:
              "| chapter | skipped | section: why |", "|---|---|---|"]
     for c, p in sorted(skipped.items()):
         what = "the whole notebook" if p["run"] == "none" else f"{p['skipped_cells']} cells"
+        if p.get("unmarked"):  # why a part placed elsewhere took the notebook with it
+            what += f" (no cells marked for {', '.join(p['unmarked'])})"
         why = "<br>".join(f"{s}: {w}" for s, w in p["reasons"].items())
         lines.append(f"| {c} | {what} | {_cell(why)} |")
     return lines

@@ -66,11 +66,12 @@ REHEARSAL = (
     'n_train', 'n_val', 'n_test', 'batch_size', 'epochs', 'f53_mark', 't51_epochs',
     't51_milestones', 't54_epochs', 'f57_n_val', 'f57_batch', 'f57_eval_every', 'bt_steps',
     'bt_batch', 'vae_steps', 'vae_eval_every', 'cos_epochs', 'cos_every', 'rep_every',
-    'f514_n_train', 'f514_epochs', 'sym_epochs', 'sym_every', 'sym_skip', 'null_steps',
-    'null_f32_steps',
+    'f514_batches', 'f514_n_train', 'f514_epochs', 'sym_epochs', 'sym_every', 'sym_skip',
+    'null_steps', 'null_f32_steps',
 )
-# Below smoke's lengths: the torchvision ResNet-50s and DenseNets takes minutes a step of smoke's batch on a CPU.
-REHEARSAL_VALUES = {"n_train": 64}
+# Below smoke's lengths: the torchvision ResNet-50s and DenseNets
+# take minutes a step of smoke's batch on a CPU.
+REHEARSAL_VALUES = {"n_train": 128}  # >= every batch (the P-VAE's is 128)
 CHAPTER = Chapter(id="06", title="Orthogonal SGDM: orthogonalising gradients per layer",
                   profiles=PROFILES, sections=section_runs, run_cost=run_cost,
                   rehearsal=REHEARSAL, rehearsal_values=REHEARSAL_VALUES)

@@ -266,8 +266,8 @@ def _placement_section(profile_dir: Path) -> list[str]:
 
 
 REHEARSAL_NOTE = (
-    "**Rehearsal: no number below is a result.** Every notebook ran to its end on this "
-    "profile's grid (models, widths, data shapes, methods, seeds, sweeps) with every length "
+    "**Rehearsal: no number below is a result.** The notebooks ran (an item missing below is "
+    "one a notebook did not reach) on this profile's grid (models, widths, data shapes, methods, seeds, sweeps) with every length "
     "(epochs, steps, example counts, windows) cut to the smoke profile's, one training run "
     "per distinct shape (its result shared by the runs that differ only in seed or "
     "optimiser settings), on synthetic data where the real data is absent, to test the "

@@ -74,6 +74,8 @@ def section_reasons(chapter_plan: dict[str, Any], data_status: dict[str, str],
 
     A section cannot when a run of it lacks its data, was not costed (its model or data comes
     from a hub, say), or when its runs together are estimated above ``budget_min`` CPU minutes.
+    A run the run cache already holds (``cached``: trained earlier, here or on a GPU machine
+    whose entries were copied in) costs nothing.
     """
     minutes: dict[str, float] = defaultdict(float)
     gpu_hours: dict[str, float] = defaultdict(float)
@@ -85,8 +87,9 @@ def section_reasons(chapter_plan: dict[str, Any], data_status: dict[str, str],
                 continue
             if (reason := _data_reason(run["dataset"], data_status, chapter_plan["id"])):
                 why.setdefault(section, reason)
-            minutes[section] += cpu_minutes(run, reference_flops)
-            gpu_hours[section] += run["gpu_hours"]
+            if not run.get("cached"):
+                minutes[section] += cpu_minutes(run, reference_flops)
+                gpu_hours[section] += run["gpu_hours"]
     for section, m in minutes.items():
         if section not in why and m > budget_min:
             why[section] = (f"needs a GPU: about {m / 60:.1f} CPU-hours here, "

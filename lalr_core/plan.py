@@ -47,8 +47,6 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from lalr_core.chapters import chapter, prepared_datasets
 from lalr_core.core.atomic_io import atomic_write_text
-from lalr_core.core.runs.chapter import Chapter
-from lalr_core.core.loop.config import RunConfig
 from lalr_core.core.data import (
     DATASETS,
     DEBIAN_FASHION_MNIST_DIR,
@@ -57,8 +55,12 @@ from lalr_core.core.data import (
     data_root,
     ensure_dataset,
 )
-from lalr_core.core.results.writer import default_root
+from lalr_core.core.loop.config import RunConfig
 from lalr_core.core.loop.tasks import ImageClassification
+from lalr_core.core.results.writer import default_root
+from lalr_core.core.runs.cache import RunCache
+from lalr_core.core.runs.chapter import Chapter
+from lalr_core.core.runs.units import pretraining_unit, train_unit
 from lalr_core.methods.pretrained.text.corpus import LONG_LENGTH, SHORT
 from lalr_core.methods.pretrained.text.hf import TINY_SPLIT, HFSequenceClassificationTask
 from lalr_core.methods.pretrained.text.tasks import MLMTask, SequenceClassificationTask
@@ -339,19 +341,28 @@ def read_datasets(configs) -> set[str]:
             if not c.synthetic and isinstance(_innermost(c.task), ImageClassification)}
 
 
-def chapter_runs(ch: Chapter, settings) -> list[tuple[RunConfig, list[str]]]:
-    """Every run once with the sections it serves; the pretrainings they fetch first."""
+def is_trained(cfg: RunConfig, callbacks: Mapping[str, dict]) -> bool:
+    """Whether the run cache (``$LALR_RUNS_ROOT``; a rehearsal's own) holds this run under its
+    current code: an entry of `train_unit`, looked for, not read."""
+    params = {"run": cfg.key(), "callbacks": dict(callbacks)}
+    return RunCache().path("train", params, fn=train_unit).is_dir()
+
+
+def chapter_runs(ch: Chapter, settings) -> list[tuple[RunConfig, list[str], dict]]:
+    """Every run once with the sections it serves and its callbacks spec; the pretrainings
+    they fetch first."""
     if ch.sections is None:
         return []
     sections = ch.sections(settings)
-    configs, _ = ch.all_runs(settings)
+    configs, callbacks = ch.all_runs(settings)
     of: dict[RunConfig, list[str]] = defaultdict(list)
     for name, (cfgs, _) in sections.items():
         for c in cfgs:
             if name not in of[c]:
                 of[c].append(name)
     fetched = {p: None for c in configs for p in pretrainings(c.task) if p not in of}
-    return [(p, ["pretraining"]) for p in fetched] + [(c, of[c]) for c in configs]
+    return [(p, ["pretraining"], pretraining_unit(p)["callbacks"]) for p in fetched] + \
+        [(c, of[c], cb) for c, cb in zip(configs, callbacks, strict=True)]
 
 
 class Estimator:
@@ -375,13 +386,16 @@ class Estimator:
                 self.probes[key] = {"status": "failed", "why": f"{type(exc).__name__}: {exc}"}
         return self.probes[key]
 
-    def run(self, cfg: RunConfig, sections: list[str]) -> dict[str, Any]:
-        """One run's record: its labels, and its size, memory and GPU-hours where its model
-        was built (else ``status`` "failed" or "not estimated" and ``why``)."""
+    def run(self, cfg: RunConfig, sections: list[str],
+            callbacks: dict | None = None) -> dict[str, Any]:
+        """One run's record: its labels, whether the run cache already holds it (``cached``:
+        computed earlier, here or on another machine), and its size, memory and GPU-hours
+        where its model was built (else ``status`` "failed" or "not estimated" and ``why``)."""
         model, data = labels(cfg)
         rec = {"sections": sections, "model": model, "dataset": data, "task": cfg.task.name,
                "optimizer": cfg.optimizer, "seed": cfg.seed, "epochs": cfg.epochs,
-               "batch_size": cfg.batch_size, "bf16": cfg.bf16, "status": "ok"}
+               "batch_size": cfg.batch_size, "bf16": cfg.bf16,
+               "cached": is_trained(cfg, callbacks or {}), "status": "ok"}
         found = self._probe(cfg)
         if "status" in found:
             return {**rec, **found}
@@ -435,9 +449,9 @@ def chapter_plan(ch: str | Chapter, profile: str, estimator: Estimator) -> dict[
     except Exception as exc:  # noqa: BLE001 - reported for the chapter, the others go on
         out["error"] = f"{type(exc).__name__}: {exc}"
         return out
-    out["runs"] = [estimator.run(c, secs) for c, secs in runs]
+    out["runs"] = [estimator.run(c, secs, cb) for c, secs, cb in runs]
     out["rows"] = _rows(out["runs"])
-    out["datasets"] = sorted(read_datasets([c for c, _ in runs]))
+    out["datasets"] = sorted(read_datasets([c for c, *_ in runs]))
     out["gpu_hours"] = sum(r["gpu_hours"] for r in out["rows"])
     return out
 

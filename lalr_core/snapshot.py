@@ -20,6 +20,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+from lalr_core.core import rehearsal
 from lalr_core.core.atomic_io import atomic_write_text
 from lalr_core.core.results.provenance import repo_root
 from lalr_core.core.results.report import check_kind_of, load_checks
@@ -31,8 +32,7 @@ KINDS = {
              "states its reductions beside its figures)",
     "paper": "paper: the sources' settings, for the notebook parts a CPU could run (the rest "
              "is listed under 'Not run on this machine' in its REPORT.md)",
-    "rehearsal": "rehearsal: the paper grid with smoke's lengths, to test the figure and "
-                 "check code before a GPU run; no number is a result",
+    "rehearsal": f"rehearsal: {rehearsal.DESCRIPTION}; no number is a result",
 }
 _FIGURE_LINK = re.compile(r"\[(png|pdf)\]\([^)]*\)")
 _VERDICTS = ("PASS", "FAIL", "INCONCLUSIVE", "N/A")

@@ -126,3 +126,16 @@ def test_the_report_lists_what_was_not_run_here(tmp_path):
     assert "## Not run on this machine" in report
     assert "| 04 | 16 cells | fig3.7: needs cifar10 |" in report and "| 07 |" not in report
     assert "| 03 | the whole notebook (no cells marked for T1) | T1: too long |" in report
+
+
+def test_a_run_the_cache_holds_costs_nothing():
+    """A section whose runs were trained elsewhere (a GPU machine's entries copied into the run
+    cache: the plan marks them ``cached``) runs here, whatever its estimate; one uncached run of
+    the same size is still costed."""
+    run = {"sections": ["T1"], "model": "m", "dataset": "text sent", "status": "ok",
+           "epochs": 10, "batch_size": 32, "examples_per_epoch": (1000, 1500),
+           "flops_per_example": 1e9, "gpu_hours": 0.01}
+    plan = {"id": "03", "runs": [{**run, "cached": True}] * 50}
+    assert section_reasons(plan, {}, 1e8, budget_min=20) == {}
+    plan["runs"].append(run)
+    assert "needs a GPU" in section_reasons(plan, {}, 1e8, budget_min=0.1)["T1"]

@@ -142,6 +142,6 @@ def test_the_data_step_prepares_every_dataset_a_chapters_runs_read(profile):
     for cid in CHAPTERS:
         ch = chapter(cid)
         settings = ch.settings(profile)
-        runs = [cfg for cfg, _ in plan.chapter_runs(ch, settings)]
+        runs = [cfg for cfg, *_ in plan.chapter_runs(ch, settings)]
         missing = plan.read_datasets(runs) - prepared_datasets(settings)
         assert not missing, f"chapter {cid} at {profile} reads {sorted(missing)} unprepared"

@@ -40,7 +40,7 @@ def test_snapshot_copies_text_only_and_indexes_every_profile(tmp_path):
     assert "png (not in the snapshot)" in report and "[md](04_directedness/E13.md)" in report
     index = (results / "README.md").read_text()
     assert "| 1 / 1 / 1 / 0 | 0 | 22 of 173 |" in index
-    assert "rehearsal: the paper grid" in index and "bbbbbbb" in index
+    assert "rehearsal: the profile's grid" in index and "bbbbbbb" in index
     # a profile absent from figures/ later keeps its snapshot; one present is replaced
     (figures / "quick/REPORT.md").unlink()
     _profile(figures, "paper", ["FAIL"])

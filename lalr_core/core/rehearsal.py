@@ -41,6 +41,12 @@ EVAL_CAP = 64    # validation and test examples a rehearsal loads, at most (each
 # these share one rehearsed result.
 NOT_SHAPE = ("seed", "split_seed", "lr", "momentum", "betas", "wd", "nesterov", "lr_decay",
              "clip_grad_norm", "schedule", "milestones", "optimizer_params")
+# What a rehearsal is, in one phrase (REPORT.md's note and the results index both quote it)
+DESCRIPTION = ("the profile's grid (models, widths, data shapes, methods, seeds, sweeps) with "
+               "every length (epochs, steps, example counts, windows) cut to the smoke "
+               "profile's, one training run per distinct shape (its result shared by the runs "
+               "that differ only in seed or optimiser settings), on synthetic data where the real "
+               "data is absent, to test the figure, table and check code before the real run")
 
 
 def active() -> bool:

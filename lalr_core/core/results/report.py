@@ -16,6 +16,7 @@ import json
 from collections import Counter
 from pathlib import Path
 
+from lalr_core.core import rehearsal
 from lalr_core.core.atomic_io import atomic_write_text
 from lalr_core.core.results.evidence import VERDICTS, Evidence
 from lalr_core.core.results.inventory import default_inventory, read_inventory
@@ -265,14 +266,9 @@ def _placement_section(profile_dir: Path) -> list[str]:
     return lines
 
 
-REHEARSAL_NOTE = (
-    "**Rehearsal: no number below is a result.** The notebooks ran (an item missing below is "
-    "one a notebook did not reach) on this profile's grid (models, widths, data shapes, methods, seeds, sweeps) with every length "
-    "(epochs, steps, example counts, windows) cut to the smoke profile's, one training run "
-    "per distinct shape (its result shared by the runs that differ only in seed or "
-    "optimiser settings), on synthetic data where the real data is absent, to test the "
-    "figure, table and check code before the real run; the verdicts only show that the "
-    "checks ran.")
+REHEARSAL_NOTE = ("**Rehearsal: no number below is a result.** The notebooks ran (an item "
+                  f"missing below is one a notebook did not reach) on {rehearsal.DESCRIPTION}; "
+                  "the verdicts only show that the checks ran.")
 
 
 def render_report(profile: str, profile_dir: Path, rows: list[dict]) -> str:

@@ -4,8 +4,11 @@
 (``import lalr_core.x``, ``from lalr_core.x import y`` where ``y`` may be a submodule, relative
 imports, also those inside functions; the parent packages of every module, whose
 ``__init__`` runs on import, are included) and hashes the closure's sources with docstrings
-dropped. The hash is taken of ``ast.dump`` of each module, so comments, docstrings, blank lines
-and formatting do not count, while any change to the code does. Dynamic imports
+dropped. The hash is taken of a dump of each module's syntax tree (`canonical_dump`), so
+comments, docstrings, blank lines and formatting do not count, while any change to the code
+does. The dump leaves out empty and absent fields, so it does not depend on the Python
+version: ``ast.dump`` does (3.12 added ``type_params=[]`` to every function and class), and a
+run computed on a GPU machine with another Python must hit the cache it is copied into. Dynamic imports
 (``importlib.import_module``, the plug-in discovery of `lalr_core.core.loop.registry`) are not
 followed: a unit names the plug-ins it uses itself (``code_modules``, see
 `lalr_core.core.runs`).
@@ -114,6 +117,19 @@ def _outside_file(name: str) -> tuple[pathlib.Path, bool] | None:
     return path, path.name == "__init__.py"
 
 
+def canonical_dump(node: ast.AST | list | object) -> str:
+    """``ast.dump`` without the fields that are None or empty lists (nor node positions):
+    the same text on every Python version for code every version parses alike."""
+    if isinstance(node, ast.AST):
+        fields = ((name, getattr(node, name, None)) for name in node._fields)
+        return type(node).__name__ + "(" + ", ".join(
+            f"{name}={canonical_dump(value)}" for name, value in fields
+            if value is not None and value != []) + ")"
+    if isinstance(node, list):
+        return "[" + ", ".join(canonical_dump(x) for x in node) + "]"
+    return repr(node)
+
+
 def _strip_docstrings(tree: ast.AST) -> ast.AST:
     for node in ast.walk(tree):
         if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -155,7 +171,7 @@ def _module_info(name: str, package: str, root: str) -> tuple[str, tuple[str, ..
         return "", ()
     path, is_package = found
     tree = _strip_docstrings(ast.parse(path.read_bytes(), filename=str(path)))
-    digest = hashlib.sha256(ast.dump(tree).encode("utf-8")).hexdigest()
+    digest = hashlib.sha256(canonical_dump(tree).encode("utf-8")).hexdigest()
     imports = sorted(
         m for m in _imported(tree, name, is_package)
         if _in_package(m, package) and _package_file(m, root) is not None

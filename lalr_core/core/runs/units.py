@@ -102,11 +102,12 @@ def train_runs(configs: Sequence[RunConfig], *,
         raise ValueError(f"unknown callbacks {unknown}; known: {CALLBACKS.names()}")
     params = [{"run": cfg.key(), "callbacks": cb} for cfg, cb in zip(configs, per_run)]
     if rehearsal.active():  # one rehearsed run per shape, its result handed to the others
-        shapes = {rehearsal.shape_key(p): p for p in reversed(params)}  # first of each shape
+        keys = [rehearsal.shape_key(p) for p in params]
+        shapes = dict(zip(reversed(keys), reversed(params)))  # the first run of each shape
         results = dict(zip(shapes, sweep(train_unit, list(shapes.values()), name="train",
                                          executor=executor, cache=cache,
                                          workers=min(workers, len(shapes)) or 1)))
-        return [{**results[rehearsal.shape_key(p)], "config": p["run"]} for p in params]
+        return [{**results[k], "config": p["run"]} for k, p in zip(keys, params)]
     return sweep(train_unit, params, name="train", executor=executor,
                  workers=min(workers, len(params)) or 1, cache=cache)
 

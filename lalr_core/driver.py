@@ -138,9 +138,11 @@ def place(chapters: list[str], notebooks: dict[str, Path], profile: str, out_roo
               for p in plan["chapters"]}
     path = out_root / profile / "placement.json"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"budget_cpu_min": budget_min, "chapters": {
+    # the chapters placed by earlier runs into this folder stay (as timings.json's do)
+    kept = json.loads(path.read_text())["chapters"] if path.exists() else {}
+    path.write_text(json.dumps({"budget_cpu_min": budget_min, "chapters": {**kept, **{
         c: {"run": p["run"], "reasons": p["reasons"], "unmarked": p.get("unmarked", []),
-            "skipped_cells": len(p["skipped"])} for c, p in placed.items()}}, indent=1))
+            "skipped_cells": len(p["skipped"])} for c, p in placed.items()}}}, indent=1))
     for c, p in placed.items():
         if p["run"] != "all":
             what = "skipped" if p["run"] == "none" else f"{len(p['skipped'])} cells skipped"

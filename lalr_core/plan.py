@@ -350,7 +350,8 @@ def is_trained(cfg: RunConfig, callbacks: Mapping[str, dict]) -> bool:
 
 def chapter_runs(ch: Chapter, settings) -> list[tuple[RunConfig, list[str], dict]]:
     """Every run once with the sections it serves and its callbacks spec; the pretrainings
-    they fetch first."""
+    they fetch first, each serving the sections of the runs that fetch it (a pretraining
+    placed elsewhere takes those sections with it)."""
     if ch.sections is None:
         return []
     sections = ch.sections(settings)
@@ -360,8 +361,13 @@ def chapter_runs(ch: Chapter, settings) -> list[tuple[RunConfig, list[str], dict
         for c in cfgs:
             if name not in of[c]:
                 of[c].append(name)
-    fetched = {p: None for c in configs for p in pretrainings(c.task) if p not in of}
-    return [(p, ["pretraining"], pretraining_unit(p)["callbacks"]) for p in fetched] + \
+    fetched: dict[RunConfig, list[str]] = {}  # a pretraining serves its fine-tunings' sections
+    for c in configs:
+        for p in pretrainings(c.task):
+            if p not in of:
+                fetched.setdefault(p, [])
+                fetched[p] += [name for name in of[c] if name not in fetched[p]]
+    return [(p, names, pretraining_unit(p)["callbacks"]) for p, names in fetched.items()] + \
         [(c, of[c], cb) for c, cb in zip(configs, callbacks, strict=True)]
 
 

@@ -22,8 +22,9 @@ from pathlib import Path
 
 from lalr_core.core import rehearsal
 from lalr_core.core.atomic_io import atomic_write_text
+from lalr_core.core.results.inventory import default_inventory, read_inventory
 from lalr_core.core.results.provenance import repo_root
-from lalr_core.core.results.report import check_kind_of, load_checks
+from lalr_core.core.results.report import check_kind_of, item_records, items_present, load_checks
 from lalr_core.core.results.writer import CHECKS_FILE, default_root
 
 KINDS = {
@@ -36,6 +37,7 @@ KINDS = {
 }
 _FIGURE_LINK = re.compile(r"\[(png|pdf)\]\([^)]*\)")
 _VERDICTS = ("PASS", "FAIL", "INCONCLUSIVE", "N/A")
+ITEMS_FILE = "items.json"  # the inventory's items and how many had outputs where they were made
 
 
 def profile_dirs(figures: Path) -> dict[str, Path]:
@@ -53,6 +55,9 @@ def copy_profile(src: Path, dst: Path) -> None:
     dst.mkdir(parents=True)
     report = (src / "REPORT.md").read_text(encoding="utf-8")
     atomic_write_text(dst / "REPORT.md", _FIGURE_LINK.sub(r"\1 (not in the snapshot)", report))
+    records = item_records(src, read_inventory(default_inventory()))  # the figures count here
+    atomic_write_text(dst / ITEMS_FILE, json.dumps(
+        {"inventory": len(records), "present": items_present(records)}))
     for name in ("timings.json", "placement.json"):
         if (src / name).is_file():
             shutil.copy2(src / name, dst / name)
@@ -70,14 +75,14 @@ def summary(name: str, folder: Path) -> dict:
     commits = sorted({(c.get("commit") or "?")[:7] + ("+" if c.get("dirty") else "")
                       for c in checks})
     dates = sorted(c["timestamp_utc"][:10] for c in checks if c.get("timestamp_utc"))
-    items = re.search(r"- items: (\d+) in the inventory, (\d+) present",
-                      (folder / "REPORT.md").read_text(encoding="utf-8"))
+    items = json.loads((folder / ITEMS_FILE).read_text()) if (folder / ITEMS_FILE).is_file() \
+        else None
     kind = "rehearsal" if name.startswith("rehearsal/") else name.split("/")[-1]
     return {"name": name, "kind": KINDS.get(kind, kind), "commits": commits,
             "dates": (dates[0], dates[-1]) if dates else ("?", "?"),
             "claims": {v: claims.get(v, 0) for v in _VERDICTS},
             "sanity": sum(check_kind_of(c) == "sanity" for c in checks),
-            "items": (int(items.group(2)), int(items.group(1))) if items else None}
+            "items": (items["present"], items["inventory"]) if items else None}
 
 
 def render_index(rows: list[dict]) -> str:

@@ -139,3 +139,34 @@ def test_a_run_the_cache_holds_costs_nothing():
     assert section_reasons(plan, {}, 1e8, budget_min=20) == {}
     plan["runs"].append(run)
     assert "needs a GPU" in section_reasons(plan, {}, 1e8, budget_min=0.1)["T1"]
+
+
+def test_placing_some_chapters_keeps_the_others_placement(tmp_path, monkeypatch):
+    """`make figures CHAPTERS=03` after a paper run of every chapter: placement.json (which
+    REPORT.md reads) keeps the other chapters' placements, as timings.json keeps their times."""
+    from lalr_core import driver, plan
+
+    def fake_plan(chapters, profile):
+        return {"calibration": {"reference_flops_per_example": REF}, "data": {},
+                "chapters": [{"id": c, "runs": [], "error": None} for c in chapters]}
+
+    monkeypatch.setattr(plan, "build_plan", fake_plan)
+    nbs = {c: next(NOTEBOOKS.glob(f"{c}_*.ipynb")) for c in ("04", "07")}
+    driver.place(["04", "07"], nbs, "paper", tmp_path, 20.0)
+    driver.place(["07"], nbs, "paper", tmp_path, 20.0)
+    placed = json.loads((tmp_path / "paper" / "placement.json").read_text())["chapters"]
+    assert sorted(placed) == ["04", "07"]
+
+
+def test_a_pretraining_serves_the_sections_of_its_fine_tunings():
+    """A pretraining run belongs to the sections whose runs fetch it (chapter 01's vision
+    pretraining to ``vision``), so placing those sections elsewhere places it too."""
+    from lalr_core import plan
+
+    ch = chapter("01")
+    runs = plan.chapter_runs(ch, ch.settings("smoke"))
+    kinds = {cfg.task.name: secs for cfg, secs, _ in runs if cfg.task.name in
+             ("image_subset", "text_mlm")}   # the vision and the text pretraining
+    assert all("pretraining" not in secs for _, secs, _ in runs)
+    assert kinds["image_subset"] == ["vision"]
+    assert "vision" not in kinds["text_mlm"] and "X-L2" in kinds["text_mlm"]

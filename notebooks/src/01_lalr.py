@@ -138,6 +138,7 @@ from lalr_core.core.results.style import set_style
 from lalr_core.core.runs.units import pretrained
 from lalr_core.methods.pretrained.text.tinytf import TinyTFClassifier
 from lalr_core.core.loop.train import initial_model
+from lalr_core.core.runs.chapter import placed_elsewhere
 from lalr_core.core.runs.units import train_runs
 from lalr_core.methods.layer_lr import scale_invariance
 from lalr_core.methods.layer_lr.lalr import aw_misalignment, overhead, robustness
@@ -177,11 +178,14 @@ pd.Series(S.as_dict(), dtype=object).to_frame("setting")
 # head reattached (forgetting) and the task's OOD test after every epoch (`"text_splits"`).
 
 # %%
-train_runs(cl.pretrainings(S), callbacks={"weights": {}}, workers=S.workers)  # text x2, vision
+elsewhere = placed_elsewhere(cl.CHAPTER.id)  # sections `make figures` placed on another machine
+train_runs([c for c in cl.pretrainings(S)  # text x2, vision
+            if not (c == cl.vision_pretraining(S) and "vision" in elsewhere)],
+           callbacks={"weights": {}}, workers=S.workers)
 pre = pretrained(cl.pretraining(S))
 print(f"pretraining: held-out MLM loss {pre['final']['val_loss']:.3f} nats after {S.mlm_epochs} "
       f"epochs (uniform guess ln 61 = {np.log(61):.2f})")
-plan = cl.planned_runs(S)
+plan = [r for r in cl.planned_runs(S) if r.section not in elsewhere]
 cfgs, cbs = cl.CHAPTER.all_runs(S)
 res = train_runs(cfgs, callbacks=cbs, workers=S.workers)
 R = cl.by_arm(S, plan, cfgs, cbs, res)                     # (setting, arm, task) -> runs by seed
@@ -858,7 +862,7 @@ sent_arms
 # pretraining classes' test cross-entropy with the pretrained head reattached, after minus
 # before. *Checks:* the text setting's L-C15 and L-C3 rules, paired by seed.
 
-# %%
+# %% tags=["runs:vision"]
 VIS = {a: R[("vision", a, cl.VISION)] for a in (cl.U, cl.UMATCH, cl.REC)}
 VT = {a: {cl.VISION: runs} for a, runs in VIS.items()}
 out.record(cl.CLAIMS["L-C15.vision"], F.lc15(VT[cl.REC], VT[cl.U], VT[cl.UMATCH], "L-C15.vision").finding)
@@ -896,7 +900,7 @@ pd.DataFrame({a: {"val acc (%)": 100 * cl.per_seed(r, cl.final).mean(),
 # family and synthetic sentences (`nlp_tiny`), so nothing in it is untested; at quick it is off
 # (`nlp_model = ""`). *Check:* L-C15's rule on both tasks, paired by seed.
 
-# %%
+# %% tags=["runs:nlp"]
 if S.nlp_model:
     NLP = {t: {a: R[("nlp", a, t)] for a in (cl.U, cl.UMATCH, cl.REC)} for t in cl.NLP_TASKS}
     lc15n = F.lc15(*({t: NLP[t][a] for t in cl.NLP_TASKS} for a in (cl.REC, cl.U, cl.UMATCH)),

@@ -156,16 +156,19 @@ def item_records(profile_dir, rows: list[dict], checks: list[dict] | None = None
     return records
 
 
+def items_present(records: list[dict]) -> int:
+    """How many of `item_records`' items have an output file (REPORT.md's "present")."""
+    return sum(bool(rec["files"]) for rec in records)
+
+
 def _item_table(records: list[dict]) -> tuple[list[str], int]:
     lines = [
         ("| chapter | item | kind | caption | ours | source's claim | source's numbers "
          "| our checks |"),
         "|---|---|---|---|---|---|---|---|",
     ]
-    present = 0
     for rec in records:
         links = [f"[{kind}]({rel})" for kind, rel in rec["files"].items()]
-        present += bool(links)
         claims, sanity = split_sanity(rec["checks"])
         n_sanity = len(sanity)
         verdicts = "<br>".join(_verdict_text(c) for c in claims) or (
@@ -173,7 +176,7 @@ def _item_table(records: list[dict]) -> tuple[list[str], int]:
         cells = [rec["chapter"], rec["item_id"], rec["kind"], rec["caption"],
                  " ".join(links) or "missing", rec["source_claim"], rec["source_numbers"]]
         lines.append("| " + " | ".join(_cell(c) for c in cells) + f" | {verdicts} |")
-    return lines, present
+    return lines, items_present(records)
 
 
 def _other_checks(others: list[dict]) -> list[str]:

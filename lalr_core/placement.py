@@ -39,9 +39,11 @@ from lalr_core.core.data import DATASETS
 # Training throughput of this collection's CPU machine (2 cores, AVX-512): ResNet-20 on 32x32x3
 # images, batch 128, channels_last, 840-880 images/s (the environment probe of 2026-11-22).
 CPU_CALIBRATION = {"model": "resnet20", "images_per_s": 860.0, "cores": 2}
-# Seconds per optimiser step beyond its FLOPs (callbacks, evaluation, Python): chapter 03's
-# TinyTF fine-tunings took ~130 s a run of 320 steps with the 2 cores shared three ways (about
-# 0.1 s a step alone), where their FLOPs alone say milliseconds.
+# Seconds per optimiser step beyond its FLOPs (callbacks, evaluation, Python). A compromise:
+# measured here (2026-11-28, cores shared with one other job), chapter 01's TinyTF X-L runs took
+# ~2 s a run of 192 steps and chapter 03's LoRA runs 2-7 s a run of 320 steps (well below this
+# rate), while chapter 03's linearised runs (T1b: a Jacobian-vector product a step) took
+# 250-530 s a run of 320 steps (above it); FLOPs alone say milliseconds for all of them.
 STEP_OVERHEAD_S = 0.1
 CPU_BUDGET_MIN = 20.0     # default: a section estimated above this many CPU minutes is skipped
 LONG_TAG = "long"

@@ -31,8 +31,9 @@ KINDS = {
     "smoke": "smoke: the code path on tiny settings; no number is a result",
     "quick": "quick: reduced settings on this collection's 2-core CPU machine (each chapter "
              "states its reductions beside its figures)",
-    "paper": "paper: the sources' settings, for the notebook parts a CPU could run (the rest "
-             "is listed under 'Not run on this machine' in its REPORT.md)",
+    "paper": "paper: the sources' settings, for the notebook parts that ran (on the CPU machine, "
+             "some with runs trained on a GPU and read from the run cache; the rest is listed "
+             "under 'Not run on this machine' in its REPORT.md)",
     "rehearsal": f"rehearsal: {rehearsal.DESCRIPTION}; no number is a result",
 }
 _FIGURE_LINK = re.compile(r"\[(png|pdf)\]\([^)]*\)")
@@ -113,7 +114,7 @@ def render_index(rows: list[dict]) -> str:
          "judges a source's claim against a null or a control (PASS / FAIL only when the 95% "
          "interval lies on one side of the claim's threshold); a sanity check holds by "
          "construction. Only the `paper` rows are at the sources' scale, and only for the parts "
-         "a CPU could run; `quick` numbers are reduced; `rehearsal` numbers mean nothing."),
+         "that ran; `quick` numbers are reduced; `rehearsal` numbers mean nothing."),
         "",
     ]
     return "\n".join(lines)

@@ -103,6 +103,14 @@ def test_labels_are_recovered_from_the_logit_gradient_and_other_losses_refused()
             gradients.labels_from_logit_grad(z, dz)
 
 
+
+def test_a_diverged_batch_is_let_through_for_the_loop_to_record():
+    """NaN logits (a run the rehearsal of chapter 05's paper grid drove to divergence) are no
+    evidence of a wrong loss: the step goes on and the loop records the divergence."""
+    z = torch.full((4, C), float("nan"), dtype=torch.float64)
+    assert gradients.labels_from_logit_grad(z, torch.zeros_like(z)).shape == (4,)
+
+
 # ----------------------------------------------------------------------------- the step
 def test_step_on_a_quadratic_is_newton_in_the_subspace_and_gd_outside():
     gen = torch.Generator().manual_seed(0)

@@ -244,7 +244,8 @@ CASES = {
         "FAIL": lambda: F.fig411({"lam_max": 2.0, "median_top": 0.5, "small": 0.95}, 100).large},
     "fig4.11-zero": {
         "PASS": lambda: F.fig411({"lam_max": 8.0, "median_top": 0.5, "small": 0.95}, 100).zero,
-        "FAIL": lambda: F.fig411({"lam_max": 8.0, "median_top": 0.5, "small": 0.5}, 100).zero},
+        "FAIL": lambda: F.fig411({"lam_max": 8.0, "median_top": 0.5, "small": 0.5}, 100).zero,
+        "N/A": lambda: F.fig411({"lam_max": 8.0, "median_top": 0.5, "small": None}, 85_898).zero},
     "fig4.14-rastrigin": {
         "PASS": lambda: F.fig414(_fig414(3.5, 45.0)).rastrigin,
         "FAIL": lambda: F.fig414(_fig414(10.6, 45.0)).rastrigin},

@@ -111,11 +111,14 @@ def test_cohesion_column_and_extremes():
 # ----------------------------------------------------------------------------- fig 4.11, E.1
 def test_spectrum_numbers():
     eig = np.r_[np.full(80, 1e-4), -np.full(10, 2e-3), np.arange(1.0, 11.0)]   # 100 values
-    n = ch05.spectrum_numbers(eig, top=30)
+    n = ch05.spectrum_numbers(eig, 100, top=30)
     assert n["lam_max"] == 10.0
     np.testing.assert_array_equal(n["top"], np.sort(eig)[-30:])
     assert n["median_top"] == pytest.approx(1e-4)       # 20 at 1e-4, then 1..10
     assert n["small"] == pytest.approx(0.9)             # |λ| < 0.1: all 90 small ones
+    # the top 30 of a larger Hessian (Lanczos alone): no share of the whole spectrum
+    top = ch05.spectrum_numbers(np.sort(eig)[-30:], 85_898, top=30)
+    assert top["small"] is None and top["lam_max"] == 10.0
 
 
 def test_hessian_spectrum_of_softmax_regression_closed_form():
@@ -132,8 +135,14 @@ def test_hessian_spectrum_of_softmax_regression_closed_form():
             H[9:, :9] += torch.kron(A, xi[None, :])
             H[9:, 9:] += A
     expected = torch.linalg.eigvalsh(H / len(X)).numpy()
-    eig, lanczos = ch05.hessian_spectrum(model, X, y)
+    eig, lanczos, n_params = ch05.hessian_spectrum(model, X, y)
+    assert n_params == 12
     np.testing.assert_allclose(eig, expected, atol=1e-12)
+    np.testing.assert_allclose(lanczos, expected[::-1][:5], rtol=1e-6, atol=1e-10)
+    # above the dense limit: no dense matrix, the top eigenvalues by Lanczos alone (ARPACK
+    # finds at most P - 1 = 11), ascending, equal to the dense ones
+    top, lanczos, _ = ch05.hessian_spectrum(model, X, y, dense_limit=11)
+    np.testing.assert_allclose(top, expected[-11:], rtol=1e-6, atol=1e-10)
     np.testing.assert_allclose(lanczos, expected[::-1][:5], rtol=1e-6, atol=1e-10)
 
 

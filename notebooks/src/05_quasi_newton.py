@@ -487,27 +487,30 @@ pd.DataFrame({f"batch {bs}": {
 # keep the cell within the chapter's time budget (the Hessian costs P = 1,338 Hessian-vector
 # products over the examples). *Checks (ours):* the top eigenvalue exceeds 10× the median of the
 # 30 plotted; more than 90 % of all eigenvalues have |λ| < 0.01 λ_max. Lanczos (`eigsh`) on the
-# same operator is checked against the dense result. One run, of a network without batch norm or
+# same operator is checked against the dense result. A network above 12,000 parameters (the
+# paper profile's 85,898, near the source's ~60k) is not diagonalised: its dense Hessian would
+# take 59 GB, so Lanczos gives the top 30 alone and the "near zero" check is N/A there. One run, of a network without batch norm or
 # skips (see figs 4.7–4.9).
 
 # %% tags=["runs:fig4.11"]
 hcfg = ch05.hessian_run(S)
 model_h, Xh, yh = ch05.hessian_problem(hcfg, res[hcfg]["callbacks"]["weights"],
                                        S.hessian_examples)
-hessian_eigs, lanczos = ch05.hessian_spectrum(model_h, Xh, yh)
-spec = ch05.spectrum_numbers(hessian_eigs)
-pd.DataFrame({"dense eigvalsh": np.sort(hessian_eigs)[::-1][:5], "Lanczos (eigsh)": lanczos,
-              }).assign(rel_diff=lambda d: (d["Lanczos (eigsh)"] / d["dense eigvalsh"] - 1).abs())
+hessian_eigs, lanczos, n_params = ch05.hessian_spectrum(model_h, Xh, yh)
+spec = ch05.spectrum_numbers(hessian_eigs, n_params)
+pd.DataFrame({"dense eigvalsh" if len(hessian_eigs) == n_params else "Lanczos top 30":
+              np.sort(hessian_eigs)[::-1][:5], "Lanczos (eigsh)": lanczos,
+              }).assign(rel_diff=lambda d: (d["Lanczos (eigsh)"] / d.iloc[:, 0] - 1).abs())
 
 # %% tags=["runs:fig4.11"]
 fig, ax = plt.subplots(figsize=(7, 4.5))
 ax.plot(np.arange(1, 31), spec["top"], "o-")
 ax.set(xlabel="index (ascending)", ylabel="eigenvalue",
-       title=f"fig 4.11 (reduced): top 30 of {len(hessian_eigs)} Hessian eigenvalues, "
+       title=f"fig 4.11 (reduced): top 30 of {n_params} Hessian eigenvalues, "
              f"{len(yh)} examples")
 out.savefig(fig, "fig4.11", params=S.as_dict(), seeds=[0])
 plt.show()
-R411 = ch05.fig411(spec, len(hessian_eigs))
+R411 = ch05.fig411(spec, n_params)
 out.record(CLAIMS["fig4.11-large"], R411.large)
 out.record(CLAIMS["fig4.11-zero"], R411.zero)
 

@@ -258,7 +258,9 @@ def _placement_section(profile_dir: Path) -> list[str]:
     lines = ["", "## Not run on this machine", "",
              (f"Without a GPU, a notebook part whose training runs were estimated above "
               f"{placed['budget_cpu_min']:g} CPU minutes, or whose data is missing, was skipped "
-              "(its items are missing above); the rest of the notebook ran."), "",
+              "(its items are missing above); the rest of the notebook ran. Runs the run cache "
+              "already held (trained earlier, here or on a GPU machine whose entries were "
+              "copied in) counted as no time."), "",
              "| chapter | skipped | section: why |", "|---|---|---|"]
     for c, p in sorted(skipped.items()):
         what = "the whole notebook" if p["run"] == "none" else f"{p['skipped_cells']} cells"

@@ -60,7 +60,7 @@ from lalr_core.core.loop.tasks import ImageClassification
 from lalr_core.core.results.writer import default_root
 from lalr_core.core.runs.cache import RunCache
 from lalr_core.core.runs.chapter import Chapter
-from lalr_core.core.runs.units import pretraining_unit, train_unit
+from lalr_core.core.runs.units import is_trained, pretraining_unit
 from lalr_core.methods.pretrained.text.corpus import LONG_LENGTH, SHORT
 from lalr_core.methods.pretrained.text.hf import TINY_SPLIT, HFSequenceClassificationTask
 from lalr_core.methods.pretrained.text.tasks import MLMTask, SequenceClassificationTask
@@ -100,7 +100,8 @@ OTHER_WORK = {
     "07": "all of it: no network is trained through the shared loop (NNGP, mean-field maps, "
           "random nets at initialisation, the trainability grid, rank collapse); at paper, "
           "E3's trainability grid (9 sigma_w^2 x 8 depths up to 150 x 5 seeds x 1000 steps) "
-          "is hours of a CPU",
+          "is about half an hour of a CPU core (its 9 cells of a depth train side by side: "
+          "~0.7 ms a layer and step, measured by benchmarks/bench_trainability.py)",
 }
 
 
@@ -341,13 +342,6 @@ def read_datasets(configs) -> set[str]:
             if not c.synthetic and isinstance(_innermost(c.task), ImageClassification)}
 
 
-def is_trained(cfg: RunConfig, callbacks: Mapping[str, dict]) -> bool:
-    """Whether the run cache (``$LALR_RUNS_ROOT``; a rehearsal's own) holds this run under its
-    current code: an entry of `train_unit`, looked for, not read."""
-    params = {"run": cfg.key(), "callbacks": dict(callbacks)}
-    return RunCache().path("train", params, fn=train_unit).is_dir()
-
-
 def chapter_runs(ch: Chapter, settings) -> list[tuple[RunConfig, list[str], dict]]:
     """Every run once with the sections it serves and its callbacks spec; the pretrainings
     they fetch first, each serving the sections of the runs that fetch it (a pretraining
@@ -380,6 +374,7 @@ class Estimator:
         self.probes: dict[str, dict] = {probe_key(reference): probe(reference)}
         self.reference_flops = self.probes[probe_key(reference)]["flops"]
         self.s_per_flop = seconds_per_flop(self.reference_flops)
+        self.cache = RunCache()  # $LALR_RUNS_ROOT (a rehearsal's own): what is trained already
 
     def _probe(self, cfg: RunConfig) -> dict:
         key = probe_key(cfg)
@@ -401,7 +396,7 @@ class Estimator:
         rec = {"sections": sections, "model": model, "dataset": data, "task": cfg.task.name,
                "optimizer": cfg.optimizer, "seed": cfg.seed, "epochs": cfg.epochs,
                "batch_size": cfg.batch_size, "bf16": cfg.bf16,
-               "cached": is_trained(cfg, callbacks or {}), "status": "ok"}
+               "cached": is_trained(cfg, callbacks or {}, self.cache), "status": "ok"}
         found = self._probe(cfg)
         if "status" in found:
             return {**rec, **found}

@@ -12,6 +12,12 @@ scheme), as Python 3.11 and as Python 3.12 would have written it. Where one equa
 fingerprint the entry recorded, the entry was computed from today's code, and it is moved to the
 key it has now (its meta.json updated). Any other entry is left where it is (``prune`` can
 remove it). Usage: ``python scripts/rekey_cache.py [--root DIR] [--dry-run]``.
+
+``--code-at REF`` (a commit, or a folder holding a ``lalr_core`` package) does the same across
+an edit of code every run depends on (the core): an entry whose fingerprint is that of REF's
+sources (today's scheme) is moved to today's key. The script prints each module of the entries'
+code whose source differs between REF and today; moving is a claim that none of those edits
+changes a run's numbers (a refactor, a rehearsal-only path), so read them first (``--dry-run``).
 """
 
 from __future__ import annotations
@@ -76,18 +82,58 @@ def old_fingerprints(modules: tuple[str, ...], old_code_hash: Path) -> frozenset
     return frozenset(out)
 
 
+def _tree_at(ref: str) -> Path:
+    """A folder holding the ``lalr_core`` package as it is at ``ref`` (a commit or a folder)."""
+    if Path(ref, "lalr_core").is_dir():
+        return Path(ref)
+    out = Path(tempfile.mkdtemp())
+    archive = subprocess.run(["git", "archive", ref, "lalr_core"], check=True,
+                             capture_output=True, cwd=Path(__file__).resolve().parents[1]).stdout
+    subprocess.run(["tar", "-x", "-C", str(out)], input=archive, check=True)
+    return out
+
+
+def changed_modules(modules, root: Path) -> list[str]:
+    """The modules of ``modules``' closure (today's) whose source differs under ``root``."""
+    here = Path(code_hash.__file__).resolve().parents[3]
+    out = []
+    for name in code_hash.module_closure(modules):
+        found = code_hash._package_file(name, str(here))
+        if found is None:  # outside the package (torch, say): not ours to compare
+            continue
+        rel = found[0].relative_to(here)
+        old = root / rel
+        if not old.is_file() or old.read_bytes() != (here / rel).read_bytes():
+            out.append(name)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--root", type=Path, help="cache root (default $LALR_RUNS_ROOT or data/runs)")
     ap.add_argument("--dry-run", action="store_true", help="only count")
     ap.add_argument("--before", default="f26e0b8",
                     help="a commit whose code_hash.py has the old scheme (default f26e0b8)")
+    ap.add_argument("--code-at", help="a commit (or folder with lalr_core) whose code made the "
+                    "entries to move: today's scheme over its sources")
     args = ap.parse_args(argv)
-    old_code_hash = Path(tempfile.mkdtemp()) / "code_hash.py"
-    old_code_hash.write_bytes(subprocess.run(
-        ["git", "show", f"{args.before}:lalr_core/core/runs/code_hash.py"], check=True,
-        capture_output=True, cwd=Path(__file__).resolve().parents[1]).stdout)
+    if args.code_at:
+        tree = _tree_at(args.code_at)
+
+        def made_there(meta) -> bool:
+            return meta["code_fingerprint"] == code_hash.code_fingerprint(
+                meta["code_modules"], root=tree)
+    else:
+        old_code_hash = Path(tempfile.mkdtemp()) / "code_hash.py"
+        old_code_hash.write_bytes(subprocess.run(
+            ["git", "show", f"{args.before}:lalr_core/core/runs/code_hash.py"], check=True,
+            capture_output=True, cwd=Path(__file__).resolve().parents[1]).stdout)
+
+        def made_there(meta) -> bool:
+            return meta["code_fingerprint"] in old_fingerprints(tuple(meta["code_modules"]),
+                                                                old_code_hash)
     cache = RunCache(args.root)
+    edited: set[str] = set()
     counts = {"moved": 0, "current": 0, "other code": 0, "no unit": 0}
     for family in sorted(p for p in cache.root.iterdir() if p.is_dir()):
         fn = family_unit(family.name)
@@ -99,16 +145,20 @@ def main(argv: list[str] | None = None) -> int:
             key = cache.key(meta["params"], name=family.name)
             if key == entry.name:
                 counts["current"] += 1
-            elif meta["code_fingerprint"] not in old_fingerprints(tuple(meta["code_modules"]), old_code_hash):
+            elif not made_there(meta):
                 counts["other code"] += 1
             else:
                 counts["moved"] += 1
+                if args.code_at:
+                    edited.update(changed_modules(meta["code_modules"], tree))
                 if not args.dry_run and not (family / key).exists():
                     fingerprint = code_hash.code_fingerprint(meta["code_modules"])
                     atomic_write_text(entry / META_FILE, json.dumps(
                         {**meta, "hash": key, "code_fingerprint": fingerprint}, indent=1, sort_keys=True))
                     entry.rename(family / key)
     print(json.dumps(counts))
+    if edited:
+        print("moved across edits of: " + ", ".join(sorted(edited)))
     return 0
 
 

@@ -35,7 +35,6 @@ import torch
 from lalr_core.chapters import chapter as chapter_of
 from lalr_core.core.results.provenance import device_info
 from lalr_core.core.runs.cache import RunCache
-from lalr_core.core.runs.keys import BAD_PREFIX, CKPT_PREFIX, LOCK_PREFIX, TMP_PREFIX
 from lalr_core.core.runs.units import train_runs
 
 
@@ -49,17 +48,14 @@ def parse_section(text: str) -> tuple[str, str]:
 
 
 def pack(root: Path, out: Path) -> int:
-    """Write every complete cache entry under ``root`` into the tarball ``out``; returns how
-    many entries (a unit's folder holding its result) it holds."""
-    hidden = (TMP_PREFIX, CKPT_PREFIX, BAD_PREFIX, LOCK_PREFIX)
-    n = 0
+    """Write every readable cache entry under ``root`` (`RunCache.entries`: a unit's folder
+    with its meta.json, no temporary, checkpoint or damaged one) into the tarball ``out``;
+    returns how many it holds."""
+    entries = [Path(m["path"]) for m in RunCache(root).entries()]
     with tarfile.open(out, "w:gz") as tar:
-        for family in sorted(p for p in root.iterdir() if p.is_dir()):
-            for entry in sorted(family.iterdir()):
-                if entry.is_dir() and not entry.name.startswith(hidden):
-                    tar.add(entry, arcname=f"{family.name}/{entry.name}")
-                    n += 1
-    return n
+        for entry in entries:
+            tar.add(entry, arcname=f"{entry.parent.name}/{entry.name}")
+    return len(entries)
 
 
 def main(argv: list[str] | None = None) -> int:

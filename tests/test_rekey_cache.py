@@ -67,3 +67,32 @@ def test_rekey_moves_todays_code_and_leaves_other_code(tmp_path):
     assert rekey.main(["--root", str(tmp_path / "runs")]) == 0
     assert cache.lookup("train", today, fn=train_unit) == (True, {"loss": 1.0})
     assert stale.is_dir() and not cache.lookup("train", other, fn=train_unit)[0]
+
+
+def test_code_at_moves_entries_made_by_that_code_and_names_the_edits(tmp_path, capsys):
+    """Oracle: today's scheme over a copy of the package with one core module edited (the
+    'earlier code'); its entry moves, with the edited module named; other code stays."""
+    rekey = _load(REPO / "scripts" / "rekey_cache.py", "rekey_cache")
+    from lalr_core.core.runs import code_hash
+
+    ch = chapter("04")
+    settings = ch.settings("smoke")
+    configs, _ = ch.runs(settings, next(iter(ch.sections(settings))))
+    then, other = ({"run": c.key(), "callbacks": {}} for c in configs[:2])
+    cache = RunCache(tmp_path / "runs")
+    for params in (then, other):
+        cache.put("train", params, {"loss": 2.0}, fn=train_unit)
+    modules = json.loads((cache.path("train", then, fn=train_unit) / META_FILE).read_text())[
+        "code_modules"]
+    earlier = tmp_path / "earlier"
+    shutil.copytree(REPO / "lalr_core", earlier / "lalr_core")
+    edited = earlier / "lalr_core/core/rehearsal.py"
+    edited.write_text(edited.read_text() + "\n\ndef _gone():\n    return 1\n")
+    old = code_hash.code_fingerprint(modules, root=earlier)
+    assert old != code_hash.code_fingerprint(modules)              # the edit is in the closure
+    _age(cache, then, old)
+    stale = _age(cache, other, "1" * 16)
+    assert rekey.main(["--root", str(tmp_path / "runs"), "--code-at", str(earlier)]) == 0
+    assert cache.lookup("train", then, fn=train_unit) == (True, {"loss": 2.0})
+    assert stale.is_dir() and not cache.lookup("train", other, fn=train_unit)[0]
+    assert "moved across edits of: lalr_core.core.rehearsal" in capsys.readouterr().out

@@ -36,13 +36,16 @@ def test_unknown_sections_are_refused_before_anything_trains(ts, tmp_path, monke
 
 def test_pack_holds_the_complete_entries_only(ts, tmp_path):
     root = tmp_path / "runs"
-    for name in ("abc", "def"):
+    for name in ("abc", "def", "nometa"):
         (root / "train" / name).mkdir(parents=True)
         (root / "train" / name / "result.pkl").write_bytes(b"x")
+        if name != "nometa":                                   # unreadable: no meta.json
+            (root / "train" / name / "meta.json").write_text('{"created": "2026"}')
     (root / "train" / f"{TMP_PREFIX}ghi").mkdir()              # a unit being written
     (root / "train" / f"{CKPT_PREFIX}jkl").mkdir()             # an unfinished unit's checkpoint
     (root / "train" / f"{LOCK_PREFIX}abc").write_text("pid")   # a lock file
     assert ts.pack(root, tmp_path / "runs.tgz") == 2
     with tarfile.open(tmp_path / "runs.tgz") as tar:
-        assert sorted(tar.getnames()) == ["train/abc", "train/abc/result.pkl", "train/def",
-                                          "train/def/result.pkl"]
+        assert sorted(tar.getnames()) == [
+            "train/abc", "train/abc/meta.json", "train/abc/result.pkl",
+            "train/def", "train/def/meta.json", "train/def/result.pkl"]

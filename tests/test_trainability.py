@@ -49,3 +49,38 @@ def test_bad_input_is_refused(kw):
     args = {"sigma_w2s": [1.0], "depths": [1], **kw}
     with pytest.raises(ValueError):
         tr.trainability_grid(X, y, args.pop("sigma_w2s"), args.pop("depths"), **args)
+
+
+def _one_cell_alone(X, y, *, width, depth, sigma_w2, steps, lr, batch, seed, sigma_b2=0.05):
+    """The oracle: one net trained by itself, an explicit loop over its (W, b) layers."""
+    g = torch.Generator().manual_seed(seed)
+    layers = tr.random_tanh_net(X.shape[1], int(y.max()) + 1, width, depth, sigma_w2, sigma_b2, g)
+    params = [p for layer in layers for p in layer]
+
+    def logits(inp):
+        h = inp
+        for W, b in layers[:-1]:
+            h = torch.tanh(h @ W.T + b)
+        return h @ layers[-1][0].T + layers[-1][1]
+
+    for _ in range(steps):
+        idx = torch.randint(0, len(X), (batch,), generator=g)
+        grads = torch.autograd.grad(torch.nn.functional.cross_entropy(logits(X[idx]), y[idx]),
+                                    params)
+        with torch.no_grad():
+            for p, gr in zip(params, grads):
+                p -= lr * gr
+    with torch.no_grad():
+        return float((logits(X).argmax(1) == y).float().mean())
+
+
+def test_cells_trained_side_by_side_equal_each_cell_trained_alone():
+    g = torch.Generator().manual_seed(3)
+    X = torch.randn(150, 6, generator=g)
+    y = (X[:, 0] + X[:, 1] ** 2 > 1).long() + (X[:, 2] > 0.5).long()     # three classes
+    kw = {"width": 16, "depth": 3, "steps": 40, "lr": 0.1, "batch": 20}
+    s2s, seeds = [0.8, 1.76, 3.0], [5, 6, 7]
+    side = tr.train_accuracies(X, y, sigma_w2s=s2s, sigma_b2=0.05, seeds=seeds, **kw)
+    alone = [_one_cell_alone(X, y, sigma_w2=s, seed=sd, **kw) for s, sd in zip(s2s, seeds)]
+    assert side == pytest.approx(alone, abs=1e-9)
+    assert len(set(alone)) > 1            # the cells differ, so a mix-up would show

@@ -12,8 +12,9 @@ before a GPU hour is spent. What is cut is the length of everything, in a few pl
   models) and keeps every other setting of the profile; the settings' own checks then hold
   the shortened lengths consistent (a window shorter than the run, say);
 * `lalr_core.core.runs.units.train_runs` trains one run per distinct shape (`shape_key`: the
-  run without its `NOT_SHAPE` entries: seeds, lr, momentum, weight decay, schedule) and hands its
-  result, under each run's own config, to the others of that shape;
+  run without its `NOT_SHAPE` entries: seeds, lr, momentum, weight decay, schedule; and its
+  callbacks without the arguments each names in ``not_shape``) and hands its result, under
+  each run's own config, to the others of that shape;
 * `lalr_core.core.data.load_data` draws synthetic data of the dataset's real shapes and classes
   where the real data is absent (CIFAR on an offline machine), and loads at most `SPLIT_CAP`
   training and `EVAL_CAP` validation and test examples (a profile's "the whole test set" is a
@@ -36,7 +37,7 @@ from typing import Any
 
 REHEARSE_ENV = "LALR_REHEARSE"  # "1": this process (and the kernels it starts) rehearses
 SPLIT_CAP = 512  # training examples a rehearsal loads, at most
-EVAL_CAP = 64    # validation and test examples a rehearsal loads, at most (each)
+EVAL_CAP = 32    # validation and test examples a rehearsal loads, at most (each)
 # Run-config entries that change a run's numbers but not its shapes: runs that differ only in
 # these share one rehearsed result.
 NOT_SHAPE = ("seed", "split_seed", "lr", "momentum", "betas", "wd", "nesterov", "lr_decay",
@@ -56,11 +57,17 @@ def active() -> bool:
 
 def shape_key(unit: Mapping[str, Any]) -> str:
     """The shape of a training unit ``{"run": key, "callbacks": {...}}``: its canonical JSON
-    without the `NOT_SHAPE` entries of the run. Units of one shape share a rehearsed result."""
+    without the `NOT_SHAPE` entries of the run, nor the arguments a callback names in its
+    ``not_shape`` (values that change its numbers, not its code path or tensor shapes: a
+    pruning's per-layer ratios, say). Units of one shape share a rehearsed result."""
     from lalr_core.core.atomic_io import canonical_json
+    from lalr_core.core.loop.callbacks import CALLBACKS
 
     run = {k: v for k, v in unit["run"].items() if k not in NOT_SHAPE}
-    return canonical_json({**unit, "run": run})
+    callbacks = {kind: {k: v for k, v in spec.items()
+                        if k not in getattr(CALLBACKS[kind], "not_shape", ())}
+                 for kind, spec in unit["callbacks"].items()}
+    return canonical_json({**unit, "run": run, "callbacks": callbacks})
 
 
 def sibling_root(root: str | os.PathLike) -> Path:

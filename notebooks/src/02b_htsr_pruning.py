@@ -324,7 +324,7 @@ def section(name):
     """The section's specs, results (from the cache) and run table."""
     specs = PLAN[name]
     res = train_runs([x["cfg"] for x in specs], callbacks=[x["callbacks"] for x in specs], workers=1)
-    return specs, res, px.run_table(specs, res)
+    return specs, res, px.run_table(specs, res, lambda x: px.slimmed_remaining(x, S.slim_samples))
 
 
 {k: len(v) for k, v in PLAN.items()} | {"distinct runs": len({str(c.key()) + str(cb) for c, cb in zip(ft_cfgs, ft_cbs)})}

@@ -57,7 +57,7 @@ REHEARSAL = (
     'esd_epochs',
 )
 # Below smoke's lengths: ResNet-34 at width 2.5 takes minutes a step of smoke's batch on a CPU.
-REHEARSAL_VALUES = {"n_train": 32, "batch_size": 32}
+REHEARSAL_VALUES = {"n_train": 8, "batch_size": 8}
 CHAPTER = Chapter(id="02", title="TempBalance: layer-wise learning rates from weight spectra",
                   profiles=PROFILES, sections=section_runs, run_cost=run_cost,
                   rehearsal=REHEARSAL, rehearsal_values=REHEARSAL_VALUES)

@@ -91,8 +91,9 @@ from lalr_core.core.runs.chapter import Chapter
 REHEARSAL = (
     'n_train', 'pretrain_epochs', 'f33_epochs', 'vgg_epochs', 'f322_epochs', 'f326_epochs',
 )
-# Below smoke's lengths: WRN-28-10 takes minutes a step of smoke's batch on a CPU.
-REHEARSAL_VALUES = {"n_train": 32, "batch_size": 32}
+# Below smoke's lengths: WRN-28-10 takes minutes a step of smoke's batch on a CPU, and each
+# of the ~590 fine-tunings' slimmed size is a forward pass over `slim_samples` inputs.
+REHEARSAL_VALUES = {"n_train": 8, "batch_size": 8, "slim_samples": 2}
 CHAPTER = Chapter(id="02b", title="HT-SR metrics as channel-pruning budgets; layer-wise lrs "
                   "after pruning", profiles=PROFILES, sections=sections,
                   rehearsal=REHEARSAL, rehearsal_values=REHEARSAL_VALUES)

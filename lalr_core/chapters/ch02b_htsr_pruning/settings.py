@@ -66,6 +66,9 @@ class Settings(ChapterSettings):
     # Fig 3.1: the roles drawn and the global unstructured sparsity of ERK / LAMP / uniform.
     fig31_roles: tuple[str, ...]
     fig31_sparsity: float
+    # The random inputs that find a slimmed network's dead input channels (the x axis of the
+    # accuracy curves, `summaries.slimmed_remaining`).
+    slim_samples: int
     # Figs 3.4-3.21 (budgets only): the targets P (rows) and metrics (columns) of each grid.
     grid_ratios: tuple[float, ...]
     grid_metrics: tuple[str, ...]
@@ -122,7 +125,8 @@ class Settings(ChapterSettings):
                 raise ValueError(f"setting 'models' ({role}): {e}") from e
         positive(self, "n_train", allow_none=True)
         positive(self, "batch_size", "workers", "pretrain_lr", "pretrain_epochs", "ft_lr",
-                 "f33_epochs", "vgg_epochs", "vgg_seeds", "f322_epochs", "f326_epochs")
+                 "f33_epochs", "vgg_epochs", "vgg_seeds", "f322_epochs", "f326_epochs",
+                 "slim_samples")
         for name in ("seed", "wd"):
             if getattr(self, name) < 0:
                 raise ValueError(f"setting {name!r} must be >= 0, got {getattr(self, name)!r}")
@@ -186,7 +190,7 @@ _COMMON = dict(
     pretrain_lr=0.1, momentum=0.9, wd=5e-4, ft_lr=0.05, importance="me_prune", seed=0,
     augmix_roles=("densenet", "wrn", "mobilenet"), fig32_roles=("densenet", "wrn"),
     fig31_roles=("wrn", "densenet"), fig31_sparsity=0.8, rules=("direct", "inverse"),
-    te_roles=("mobilenet", "wrn"), f322_ratio=0.553, executor=None,
+    te_roles=("mobilenet", "wrn"), f322_ratio=0.553, executor=None, slim_samples=32,
 )
 _F326_RATIOS = (0.2, 0.35, 0.45, 0.6, 0.8)
 PROFILES = {

@@ -15,27 +15,32 @@ from lalr_core.core.loop.train import run_model
 from lalr_core.methods.pruning import channel_masks
 
 
-def slimmed_remaining(spec: Mapping) -> float:
+def slimmed_remaining(spec: Mapping, samples: int = 32) -> float:
     """Fraction of all conv weights the physically slimmed network of a finetuning run keeps.
 
     Rebuilds the run's start (the cached pretrained weights, masked by the run's ratios; the
     masks are deterministic) and counts with `channel_masks.slimmed_parameters`, which also drops
-    the inputs a pruned channel fed. Memoised per (pretraining, ratios).
+    the inputs a pruned channel fed, found on ``samples`` random inputs. Memoised per
+    (pretraining, ratios, importance, samples).
     """
     ps = spec["callbacks"]["pruned_start"]
     key = (repr(ps["pretrained"]), tuple(sorted(ps["ratios"].items())),
-           ps.get("importance", "l1"))
+           ps.get("importance", "l1"), samples)
     if key not in _SLIMMED:
         cfg = spec["cfg"]
         model = run_model(cfg)
-        model.load_state_dict(pretrained_weights(ps["pretrained"]))
+        if key[0] not in _WEIGHTS:  # one read of each pretraining (a WRN-28-10 is 146 MB)
+            _WEIGHTS[key[0]] = pretrained_weights(ps["pretrained"])
+        model.load_state_dict(_WEIGHTS[key[0]])
         pruned, masks = channel_masks.prune_channels(model, ps["ratios"], key[2])
-        kept = channel_masks.slimmed_parameters(pruned, masks, cfg.image_shape)
+        kept = channel_masks.slimmed_parameters(pruned, masks, cfg.image_shape,
+                                                  samples=samples)
         _SLIMMED[key] = kept["remaining"]
     return _SLIMMED[key]
 
 
 _SLIMMED: dict[tuple, float] = {}
+_WEIGHTS: dict[str, dict] = {}
 
 
 def _correct(res: Mapping) -> np.ndarray | None:

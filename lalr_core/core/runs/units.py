@@ -100,7 +100,7 @@ def train_runs(configs: Sequence[RunConfig], *,
     unknown = sorted({k for spec in per_run for k in spec if k not in CALLBACKS})
     if unknown:
         raise ValueError(f"unknown callbacks {unknown}; known: {CALLBACKS.names()}")
-    params = [{"run": cfg.key(), "callbacks": cb} for cfg, cb in zip(configs, per_run)]
+    params = [unit_params(cfg, cb) for cfg, cb in zip(configs, per_run)]
     if rehearsal.active():  # one rehearsed run per shape, its result handed to the others
         keys = [rehearsal.shape_key(p) for p in params]
         shapes = dict(zip(reversed(keys), reversed(params)))  # the first run of each shape
@@ -110,6 +110,20 @@ def train_runs(configs: Sequence[RunConfig], *,
         return [{**results[k], "config": p["run"]} for k, p in zip(keys, params)]
     return sweep(train_unit, params, name="train", executor=executor,
                  workers=min(workers, len(params)) or 1, cache=cache)
+
+
+def unit_params(cfg: RunConfig, callbacks: Mapping[str, dict]) -> dict[str, Any]:
+    """The params of ``cfg``'s training unit, the cache key's content: ``{"run": cfg.key(),
+    "callbacks": {kind: kwargs}}``."""
+    return {"run": cfg.key(), "callbacks": dict(callbacks)}
+
+
+def is_trained(cfg: RunConfig, callbacks: Mapping[str, dict],
+               cache: RunCache | None = None) -> bool:
+    """Whether ``cache`` (default: the active one, a rehearsal's own) holds this run under its
+    current code: its unit's entry is looked for, not read."""
+    cache = cache or active_cache()
+    return cache.path("train", unit_params(cfg, callbacks), fn=train_unit).is_dir()
 
 
 # ----------------------------------------------------------------------------- pretrainings
@@ -122,7 +136,7 @@ def pretraining_unit(cfg: RunConfig) -> dict[str, Any]:
     """
     if cfg.methods:
         raise ValueError(f"a pretraining may use no method, got {[m.name for m in cfg.methods]}")
-    return {"run": cfg.key(), "callbacks": {"weights": {}}}
+    return unit_params(cfg, {"weights": {}})
 
 
 def pretrained(cfg: RunConfig) -> dict[str, Any]:

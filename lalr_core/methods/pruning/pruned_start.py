@@ -29,6 +29,9 @@ class PrunedStart:
     """
 
     name = "pruned_start"
+    # A rehearsal (`lalr_core.core.rehearsal.shape_key`) trains one fine-tuning for all ratios:
+    # masks keep every tensor's shape, so the ratios change numbers, not the code path.
+    not_shape = ("ratios",)
 
     def __init__(self, pretrained: Mapping, ratios: Mapping[str, float],
                  importance: str = "l1"):

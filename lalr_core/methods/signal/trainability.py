@@ -48,32 +48,46 @@ def random_tanh_net(d_in: int, n_out: int, width: int, depth: int, sigma_w2: flo
 
 
 def forward(layers, X: torch.Tensor) -> torch.Tensor:
+    """The net's logits; ``layers`` and ``X`` may carry a leading axis of cells (the
+    batched weights of `train_accuracies`), which then runs every cell at once."""
     h = X
     for W, b in layers[:-1]:
-        h = torch.tanh(h @ W.T + b)
+        h = torch.tanh(h @ W.mT + b.unsqueeze(-2))
     W, b = layers[-1]
-    return h @ W.T + b
+    return h @ W.mT + b.unsqueeze(-2)
 
 
-def train_accuracy(X: torch.Tensor, y: torch.Tensor, *, width: int, depth: int, sigma_w2: float,
-                   sigma_b2: float, steps: int, lr: float, batch: int, seed: int) -> float:
-    """Training accuracy (on all of ``X``) after ``steps`` plain SGD steps of cross-entropy
-    on random mini-batches, from one random initialisation (seeded)."""
-    g = torch.Generator().manual_seed(seed)
-    layers = random_tanh_net(X.shape[1], int(y.max()) + 1, width, depth, sigma_w2, sigma_b2, g)
+def train_accuracies(X: torch.Tensor, y: torch.Tensor, *, width: int, depth: int,
+                     sigma_w2s: Sequence[float], sigma_b2: float, steps: int, lr: float,
+                     batch: int, seeds: Sequence[int]) -> list[float]:
+    """Training accuracy (on all of ``X``) of one net per ``(sigma_w2s[c], seeds[c])`` cell
+    after ``steps`` plain SGD steps of cross-entropy on random mini-batches (NaN where it
+    diverged).
+
+    The cells share a depth, so they train side by side as one batched net: a tiny net's
+    step costs mostly per-operation overhead, which the cells then share. Each cell still
+    draws its initialisation and its mini-batches from its own seeded generator, exactly as
+    it would alone, and its loss is its own batch mean: the cells never mix."""
+    gens = [torch.Generator().manual_seed(int(s)) for s in seeds]
+    n_out = int(y.max()) + 1
+    cells = [random_tanh_net(X.shape[1], n_out, width, depth, s2, sigma_b2, g)
+             for s2, g in zip(sigma_w2s, gens)]
+    layers = [tuple(torch.stack([cell[i][k].detach() for cell in cells]).requires_grad_(True)
+                    for k in (0, 1)) for i in range(depth + 1)]
     params = [p for layer in layers for p in layer]
     for _ in range(steps):
-        idx = torch.randint(0, len(X), (batch,), generator=g)
-        loss = F.cross_entropy(forward(layers, X[idx]), y[idx])
+        idx = torch.stack([torch.randint(0, len(X), (batch,), generator=g) for g in gens])
+        logits = forward(layers, X[idx])                      # (cells, batch, classes)
+        loss = F.cross_entropy(logits.flatten(0, 1), y[idx].flatten(), reduction="sum") / batch
         grads = torch.autograd.grad(loss, params)
         with torch.no_grad():
             for p, gr in zip(params, grads):
                 p -= lr * gr
     with torch.no_grad():
-        out = forward(layers, X)
-    if not torch.isfinite(out).all():
-        return float("nan")
-    return float((out.argmax(1) == y).float().mean())
+        out = forward(layers, X.expand(len(cells), *X.shape))
+    acc = (out.argmax(-1) == y).float().mean(-1)
+    finite = torch.isfinite(out).flatten(1).all(1)
+    return [float(a) if ok else float("nan") for a, ok in zip(acc, finite)]
 
 
 def trainability_grid(X: torch.Tensor, y: torch.Tensor, sigma_w2s: Sequence[float],
@@ -93,6 +107,7 @@ def trainability_grid(X: torch.Tensor, y: torch.Tensor, sigma_w2s: Sequence[floa
         raise ValueError(f"lr must be > 0 and sigma_b2 >= 0, got {lr!r}, {sigma_b2!r}")
     if X.ndim != 2 or y.ndim != 1 or len(X) != len(y):
         raise ValueError(f"X must be (n, d) and y (n,), got {tuple(X.shape)}, {tuple(y.shape)}")
-    return np.array([[train_accuracy(X, y, width=width, depth=int(L), sigma_w2=s, sigma_b2=sigma_b2,
-                                     steps=steps, lr=lr, batch=batch, seed=seed + 1000 * i + j)
-                      for j, s in enumerate(sigma_w2s)] for i, L in enumerate(depths)])
+    return np.array([train_accuracies(X, y, width=width, depth=int(L), sigma_w2s=sigma_w2s,
+                                      sigma_b2=sigma_b2, steps=steps, lr=lr, batch=batch,
+                                      seeds=[seed + 1000 * i + j for j in range(len(sigma_w2s))])
+                     for i, L in enumerate(depths)])

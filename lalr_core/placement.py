@@ -9,7 +9,7 @@ notebooks by cell tags:
   data and the section's estimated CPU time is within the budget;
 * ``long``: work outside the chapter's sections that is too long for a CPU at the paper
   profile (the dry run does not cost it; `lalr_core.plan.OTHER_WORK` says what it is); skipped
-  without a GPU;
+  without a GPU unless the budget is unlimited (``--cpu-budget inf``);
 * ``needs:<dataset>``: work outside the sections that reads ``<dataset>``; skipped when the
   dataset is missing.
 
@@ -107,10 +107,12 @@ def notebook_tags(nb: nbformat.NotebookNode) -> set[str]:
 
 
 def skipped_cells(nb: nbformat.NotebookNode, reasons: dict[str, str], other_work: str,
-                  data_status: dict[str, str] | None = None) -> dict[int, str]:
+                  data_status: dict[str, str] | None = None,
+                  budget_min: float = CPU_BUDGET_MIN) -> dict[int, str]:
     """Cell index -> why it is skipped, for the cells whose tags name a section in
-    ``reasons``, are ``long`` (the chapter's work outside its sections, ``other_work``), or
-    need a dataset whose ``data_status`` is not "present..." (default: `plan.data_status`)."""
+    ``reasons``, are ``long`` (the chapter's work outside its sections, ``other_work``; run
+    only with an unlimited ``budget_min``), or need a dataset whose ``data_status`` is not
+    "present..." (default: `plan.data_status`)."""
     from lalr_core.plan import data_status as status_now
 
     out = {}
@@ -121,7 +123,7 @@ def skipped_cells(nb: nbformat.NotebookNode, reasons: dict[str, str], other_work
                 status = (data_status or {}).get(name) or status_now(name)
                 if not status.startswith("present"):
                     out[i] = f"needs {name} ({status}) outside the sections"
-            if tag == LONG_TAG:
+            if tag == LONG_TAG and not math.isinf(budget_min):
                 out[i] = (f"too long for a CPU at this profile (work outside the chapter's "
                           f"sections, not costed by the dry run: {other_work})")
             elif tag.startswith(RUNS_TAG) and tag[len(RUNS_TAG):] in reasons:
@@ -162,7 +164,8 @@ def place_notebook(nb_path: Path, chapter_plan: dict[str, Any], data_status: dic
     tagged = {t[len(RUNS_TAG):] for t in notebook_tags(nb) if t.startswith(RUNS_TAG)}
     if untagged := sorted(set(reasons) - tagged):  # its cells are not marked: skip it all
         return {"run": "none", "skipped": {}, "reasons": reasons, "unmarked": untagged}
-    skipped = skipped_cells(nb, reasons, chapter_plan.get("other_work", ""), data_status)
+    skipped = skipped_cells(nb, reasons, chapter_plan.get("other_work", ""), data_status,
+                            budget_min)
     sections = sorted(reasons)
     outside = sorted({why for why in skipped.values() if not why.startswith("section ")})
     reasons = {**reasons, **{f"outside the sections ({k + 1})" if len(outside) > 1 else

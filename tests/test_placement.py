@@ -78,6 +78,8 @@ def test_skipped_cells_and_the_note_left_in_their_place():
     assert kinds == ["code", "markdown", "code", "markdown", "code", "markdown", "code"]
     assert "section a: needs a GPU" in out.cells[1].source
     assert "the toys" in out.cells[3].source
+    unlimited = skipped_cells(nb, {"a": "needs a GPU"}, "the toys", status, float("inf"))
+    assert sorted(unlimited) == [1, 2, 6]                          # the long cell runs
     assert len(nb.cells) == 8  # the original is untouched
 
 

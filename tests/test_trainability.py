@@ -84,3 +84,23 @@ def test_cells_trained_side_by_side_equal_each_cell_trained_alone():
     alone = [_one_cell_alone(X, y, sigma_w2=s, seed=sd, **kw) for s, sd in zip(s2s, seeds)]
     assert side == pytest.approx(alone, abs=1e-9)
     assert len(set(alone)) > 1            # the cells differ, so a mix-up would show
+
+
+def test_cached_grid_equals_the_grid_and_a_second_call_trains_nothing(tmp_path, monkeypatch):
+    from lalr_core.core.data import load_data
+    from lalr_core.core.runs import ROOT_ENV
+
+    monkeypatch.setenv(ROOT_ENV, str(tmp_path / "runs"))
+    spec = {"name": "digits", "n_train": 200, "n_test": 16}
+    kw = {"width": 8, "steps": 5, "lr": 0.05, "seed": 7}
+    cached = tr.cached_grid(spec, [1.0, 2.0], [2, 3], **kw)
+    d = load_data(**spec)
+    want = tr.trainability_grid(d.X_train.reshape(len(d.X_train), -1).float(), d.y_train,
+                                [1.0, 2.0], [2, 3], **kw)
+    np.testing.assert_array_equal(cached, want)
+
+    def no_training(*a, **k):
+        raise AssertionError("a cached row was trained again")
+
+    monkeypatch.setattr(tr, "train_accuracies", no_training)
+    np.testing.assert_array_equal(tr.cached_grid(spec, [1.0, 2.0], [2, 3], **kw), want)

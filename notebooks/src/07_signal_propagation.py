@@ -67,13 +67,12 @@ from lalr_core.chapters import ch07_signal_propagation as ch
 from lalr_core.chapters.ch07_signal_propagation import claims as cl
 from lalr_core.chapters.ch07_signal_propagation import findings as fd
 from lalr_core.chapters.ch07_signal_propagation.claims import CLAIMS
-from lalr_core.core.data import load_data
+from lalr_core.chapters.ch07_signal_propagation.grids import e3_grids
 from lalr_core.core.results.style import set_style
 from lalr_core.core.results.writer import FigureWriter
 from lalr_core.methods.signal import linformer, nngp, rank_collapse
 from lalr_core.methods.signal import mean_field as mf
 from lalr_core.methods.signal import random_nets as rn
-from lalr_core.methods.signal import trainability as tr
 
 S = ch.CHAPTER.settings(profile, overrides)   # validated before any compute
 out = FigureWriter("07_signal_propagation", profile, "07_signal_propagation.ipynb")
@@ -211,17 +210,8 @@ xi_c = np.array([d.xi_c for d in scales])
 xi_q = np.array([d.xi_q for d in scales])
 ours3 = {s2: mf.depth_scales("tanh", s2, S.sigma_b2, cmap_nodes=S.quad_nodes)
          for s2 in cl.DEPTH_TABLE}
-digits = load_data("digits", n_train=None, n_test=16)
-Xd, yd = digits.X_train.reshape(len(digits.X_train), -1).float(), digits.y_train
-train = {"width": S.e3_width, "sigma_b2": S.sigma_b2, "steps": S.e3_steps, "lr": S.e3_lr}
-acc = tr.trainability_grid(Xd, yd, S.e3_sigma_w2, S.e3_depths, **train)
-xi_cells = np.array([mf.xi_c("tanh", s2, S.sigma_b2, cmap_nodes=S.quad_nodes)
-                     for s2 in S.e3_sigma_w2])
-both = fd.e3_contrast_depths(S.e3_depths, xi_cells)     # depths with cells on both sides
-rows3 = [S.e3_depths.index(d) for d in both]
-acc_seeds = np.stack([acc[rows3]] + [tr.trainability_grid(Xd, yd, S.e3_sigma_w2, both, **train,
-                                                          seed=10_000 * k)
-                                     for k in range(1, S.e3_seeds)]) if both else acc[None]
+G3 = e3_grids(S)                          # each depth's row a cached unit: resumes if killed
+acc, acc_seeds, xi_cells = G3.heatmap, G3.by_seed, G3.xi_c
 fig, (a, b) = plt.subplots(1, 2, figsize=(13, 4.5))
 a.plot(sws, xi_c, label="ξ_c")
 a.plot(sws, xi_q, label="ξ_q")
@@ -240,14 +230,14 @@ b.set(xticks=range(len(S.e3_sigma_w2)), xticklabels=[f"{s:g}" for s in S.e3_sigm
 b.legend(fontsize=8)
 fig.colorbar(im, ax=b)
 fig.tight_layout()
-out.savefig(fig, "E3", params=S.as_dict(), seeds=[0] + [10_000 * k for k in range(1, S.e3_seeds)],
+out.savefig(fig, "E3", params=S.as_dict(), seeds=G3.seeds,
             wall_time_s=time.perf_counter() - t3)
 plt.show()
 crit3 = mf.critical_sigma_w2("tanh", S.sigma_b2)
 record(fd.e3_depth_scales(sws, xi_c, crit3, {s2: (d.q_star, d.chi1, d.c_star, d.xi_c, d.xi_q)
                                             for s2, d in ours3.items()}),
        **{"E3-table": {"source": {s2: list(t) for s2, t in cl.DEPTH_TABLE.items()}}})
-E3 = fd.e3_trainability(acc_seeds, both or S.e3_depths, xi_cells)
+E3 = fd.e3_trainability(acc_seeds, G3.depths, xi_cells)
 record(E3)
 pd.DataFrame(acc, index=pd.Index(S.e3_depths, name="depth"),
              columns=pd.Index(S.e3_sigma_w2, name="σ_w²")).round(3)

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -66,23 +67,24 @@ def train_accuracies(X: torch.Tensor, y: torch.Tensor, *, width: int, depth: int
 
     The cells share a depth, so they train side by side as one batched net: a tiny net's
     step costs mostly per-operation overhead, which the cells then share. Each cell still
-    draws its initialisation and its mini-batches from its own seeded generator, exactly as
-    it would alone, and its loss is its own batch mean: the cells never mix."""
+    draws its initialisation and its mini-batches from its own seeded generator (on the CPU,
+    so a GPU draws the same), exactly as it would alone, and its loss is its own batch mean:
+    the cells never mix. The nets train on ``X``'s device."""
     gens = [torch.Generator().manual_seed(int(s)) for s in seeds]
     n_out = int(y.max()) + 1
     cells = [random_tanh_net(X.shape[1], n_out, width, depth, s2, sigma_b2, g)
              for s2, g in zip(sigma_w2s, gens)]
-    layers = [tuple(torch.stack([cell[i][k].detach() for cell in cells]).requires_grad_(True)
-                    for k in (0, 1)) for i in range(depth + 1)]
+    layers = [tuple(torch.stack([cell[i][k].detach() for cell in cells]).to(X.device)
+                    .requires_grad_(True) for k in (0, 1)) for i in range(depth + 1)]
     params = [p for layer in layers for p in layer]
     for _ in range(steps):
         idx = torch.stack([torch.randint(0, len(X), (batch,), generator=g) for g in gens])
+        idx = idx.to(X.device)
         logits = forward(layers, X[idx])                      # (cells, batch, classes)
         loss = F.cross_entropy(logits.flatten(0, 1), y[idx].flatten(), reduction="sum") / batch
         grads = torch.autograd.grad(loss, params)
         with torch.no_grad():
-            for p, gr in zip(params, grads):
-                p -= lr * gr
+            torch._foreach_add_(params, grads, alpha=-lr)     # one call for every tensor
     with torch.no_grad():
         out = forward(layers, X.expand(len(cells), *X.shape))
     acc = (out.argmax(-1) == y).float().mean(-1)
@@ -90,24 +92,61 @@ def train_accuracies(X: torch.Tensor, y: torch.Tensor, *, width: int, depth: int
     return [float(a) if ok else float("nan") for a, ok in zip(acc, finite)]
 
 
-def trainability_grid(X: torch.Tensor, y: torch.Tensor, sigma_w2s: Sequence[float],
-                      depths: Sequence[int], *, width: int = 64, sigma_b2: float = 0.05,
-                      steps: int = 100, lr: float = 1e-2, batch: int = 64,
-                      seed: int = 0) -> np.ndarray:
-    """Training accuracy after ``steps`` steps for every ``(depth, sigma_w^2)``: an array of
-    shape ``(len(depths), len(sigma_w2s))`` (NaN where training diverged).
-
-    Raises:
-        ValueError: for empty or non-positive grids, sizes or steps, or mismatched data.
-    """
+def _check_grid(sigma_w2s, depths, width, steps, batch, lr, sigma_b2) -> tuple[list, list]:
     sigma_w2s = _check("sigma_w2s", sigma_w2s)
     depths = _check("depths", depths, integer=True)
     _check("width/steps/batch", (width, steps, batch), integer=True)
     if not (lr > 0 and sigma_b2 >= 0):
         raise ValueError(f"lr must be > 0 and sigma_b2 >= 0, got {lr!r}, {sigma_b2!r}")
+    return sigma_w2s, depths
+
+
+def trainability_grid(X: torch.Tensor, y: torch.Tensor, sigma_w2s: Sequence[float],
+                      depths: Sequence[int], *, width: int = 64, sigma_b2: float = 0.05,
+                      steps: int = 100, lr: float = 1e-2, batch: int = 64,
+                      seed: int = 0) -> np.ndarray:
+    """Training accuracy after ``steps`` steps for every ``(depth, sigma_w^2)``: an array of
+    shape ``(len(depths), len(sigma_w2s))`` (NaN where training diverged). Cell ``(i, j)``
+    draws from seed ``seed + 1000 i + j``.
+
+    Raises:
+        ValueError: for empty or non-positive grids, sizes or steps, or mismatched data.
+    """
+    sigma_w2s, depths = _check_grid(sigma_w2s, depths, width, steps, batch, lr, sigma_b2)
     if X.ndim != 2 or y.ndim != 1 or len(X) != len(y):
         raise ValueError(f"X must be (n, d) and y (n,), got {tuple(X.shape)}, {tuple(y.shape)}")
     return np.array([train_accuracies(X, y, width=width, depth=int(L), sigma_w2s=sigma_w2s,
                                       sigma_b2=sigma_b2, steps=steps, lr=lr, batch=batch,
                                       seeds=[seed + 1000 * i + j for j in range(len(sigma_w2s))])
                      for i, L in enumerate(depths)])
+
+
+def grid_row(params: Mapping[str, Any]) -> list[float]:
+    """One cached unit (`lalr_core.core.runs.sweep`): a row of `cached_grid`, ``params`` =
+    ``{"data": load_data's arguments, "depth", "sigma_w2s", "seeds", "width", "sigma_b2",
+    "steps", "lr", "batch"}``, on the training split flattened, on a GPU where there is one."""
+    from lalr_core.core.data import load_data
+    from lalr_core.core.loop.train import resolve_device
+
+    data, device = load_data(**params["data"]), resolve_device("auto")
+    X = data.X_train.reshape(len(data.X_train), -1).float().to(device)
+    kw = {k: params[k] for k in ("width", "depth", "sigma_w2s", "sigma_b2", "steps", "lr",
+                                 "batch", "seeds")}
+    return train_accuracies(X, data.y_train.to(device), **kw)
+
+
+def cached_grid(data: Mapping[str, Any], sigma_w2s: Sequence[float], depths: Sequence[int], *,
+                width: int = 64, sigma_b2: float = 0.05, steps: int = 100, lr: float = 1e-2,
+                batch: int = 64, seed: int = 0, workers: int = 1) -> np.ndarray:
+    """`trainability_grid` on the training split of ``load_data(**data)``, each depth's row a
+    cached unit (run family ``"trainability"``, `grid_row`): a killed grid resumes, ``workers``
+    processes train rows side by side, and rows trained on another machine (a GPU's) are
+    found in the cache. Same seeds, so the same values as `trainability_grid`."""
+    from lalr_core.core.runs import sweep
+
+    sigma_w2s, depths = _check_grid(sigma_w2s, depths, width, steps, batch, lr, sigma_b2)
+    params = [{"data": dict(data), "depth": int(L), "sigma_w2s": [float(s) for s in sigma_w2s],
+               "seeds": [seed + 1000 * i + j for j in range(len(sigma_w2s))], "width": width,
+               "sigma_b2": sigma_b2, "steps": steps, "lr": lr, "batch": batch}
+              for i, L in enumerate(depths)]
+    return np.array(sweep(grid_row, params, name="trainability", workers=workers))

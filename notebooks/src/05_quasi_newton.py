@@ -342,7 +342,7 @@ model_e, Xe, ye = ch05.hessian_problem(scfg, PRES["subspace"]["callbacks"]["weig
                                        S.hessian_examples)
 D, CNT, DSTEPS = PS["directions"], PS["direction_counts"], PS["direction_steps"]
 C_E, P_E = D.shape[1], D.shape[2]
-lam_e, E = subspace_probe.top_hessian_eigenvectors(model_e, Xe, ye, k=C_E)
+lam_e, E = subspace_probe.top_hessian_eigenvectors(model_e, Xe, ye, k=C_E, tol=S.lanczos_tol)
 E1 = ch05.class_subspace_alignment(D, CNT, DSTEPS, E, len(PRES["subspace"]["steps"]), S.e1_rtol)
 cos_h = ch05.class_gradient_cosine(model_e, Xe, ye, E)    # same examples as the Hessian
 NULL_E1 = ch05.random_assignment_null(E)                  # random directions against the same E
@@ -496,7 +496,7 @@ pd.DataFrame({f"batch {bs}": {
 hcfg = ch05.hessian_run(S)
 model_h, Xh, yh = ch05.hessian_problem(hcfg, res[hcfg]["callbacks"]["weights"],
                                        S.hessian_examples)
-hessian_eigs, lanczos, n_params = ch05.hessian_spectrum(model_h, Xh, yh)
+hessian_eigs, lanczos, n_params = ch05.hessian_spectrum(model_h, Xh, yh, tol=S.lanczos_tol)
 spec = ch05.spectrum_numbers(hessian_eigs, n_params)
 pd.DataFrame({"dense eigvalsh" if len(hessian_eigs) == n_params else "Lanczos top 30":
               np.sort(hessian_eigs)[::-1][:5], "Lanczos (eigsh)": lanczos,

@@ -138,7 +138,10 @@ REHEARSAL = (
     'mlm_epochs', 'mlm_corpus', 'mlm_heldout', 'n_train', 'n_val', 'n_test', 'epochs',
     'ntk_n', 'th_n', 'th_steps', 'toy_steps', 'nngp_seeds', 'nlp_tiny', 'nlp_epochs',
 )
+# Below smoke's lengths: each step of a full-batch flow is a float64 forward and backward of
+# the paper's TinyTF, and each logged step a Jacobian (~14 flows of smoke's 50 steps: 10 min).
+REHEARSAL_VALUES = {"th_steps": 10}
 CHAPTER = Chapter(id="03", title="Linearisation explains fine-tuning (NTK, regularised "
                   "fine-tuning, kernel ridge)", profiles=PROFILES, sections=section_runs,
                   run_cost=run_cost,
-                  rehearsal=REHEARSAL)
+                  rehearsal=REHEARSAL, rehearsal_values=REHEARSAL_VALUES)

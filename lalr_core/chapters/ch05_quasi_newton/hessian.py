@@ -39,7 +39,8 @@ def hessian_problem(cfg: RunConfig, weights: dict, examples: int | None
 
 
 def hessian_spectrum(model: nn.Module, X: torch.Tensor, y: torch.Tensor,
-                     dense_limit: int | None = None) -> tuple[np.ndarray, np.ndarray, int]:
+                     dense_limit: int | None = None,
+                     tol: float = 0.0) -> tuple[np.ndarray, np.ndarray, int]:
     """The Hessian of the mean cross-entropy on ``(X, y)``: ``(eigenvalues, lanczos, P)``.
 
     With at most ``dense_limit`` parameters (default `DENSE_LIMIT`): every eigenvalue
@@ -49,18 +50,18 @@ def hessian_spectrum(model: nn.Module, X: torch.Tensor, y: torch.Tensor,
     and as much again for ``torch.func.hessian``'s basis), so the eigenvalues are the top
     `SPECTRUM_TOP` by Lanczos alone, ascending, as the source's digest suggests for 60k
     parameters; ``lanczos`` is then their top `LANCZOS_PAIRS`, descending. ``P`` is the
-    parameter count.
+    parameter count. ``tol``: Lanczos's relative accuracy (ARPACK's; 0: machine precision).
     """
     loss = nn.CrossEntropyLoss()
     n_params = sum(p.numel() for p in model.parameters())
     operator = curvature.curvature_operator(model, loss, [(X, y)])
     if n_params > (DENSE_LIMIT if dense_limit is None else dense_limit):
-        top = curvature.top_eigenpairs(operator, k=min(SPECTRUM_TOP, n_params - 1))
+        top = curvature.top_eigenpairs(operator, k=min(SPECTRUM_TOP, n_params - 1), tol=tol)
         values = np.sort(top.values.cpu().numpy())
         return values, values[::-1][:LANCZOS_PAIRS].copy(), n_params
     H = curvature.dense_hessian(model, loss, X, y)
     eig = torch.linalg.eigvalsh(0.5 * (H + H.T)).numpy()
-    lanczos = curvature.top_eigenpairs(operator, k=LANCZOS_PAIRS)
+    lanczos = curvature.top_eigenpairs(operator, k=LANCZOS_PAIRS, tol=tol)
     return eig, lanczos.values.cpu().numpy(), n_params
 
 

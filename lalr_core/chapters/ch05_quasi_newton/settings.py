@@ -51,6 +51,7 @@ class Settings(ChapterSettings):
     hessian_width: float
     hessian_epochs: int
     hessian_examples: int | None     # training examples in the Hessian's loss (None: all)
+    lanczos_tol: float               # ARPACK's relative accuracy, figs 4.11 / E.1 (0: machine's)
     # Figs 4.7-4.9 (q^LC, q^SL, q^GC along a run) and E.1 (class gradients vs the top-C Hessian
     # eigenvectors); `lalr_core.methods.class_subspace.probe`. At smoke / quick one run serves all four:
     # fig 4.11's network and training (`hessian_run`); at paper figs 4.7-4.9 ride on fig 4.6's SGD
@@ -124,6 +125,8 @@ class Settings(ChapterSettings):
                  "fig46_epochs", "diverge_lr", "table_lrs", "table_epochs", "hessian_width",
                  "hessian_epochs", "workers")
         positive(self, "n_train", "n_test", "hessian_examples", allow_none=True)
+        if not self.lanczos_tol >= 0:
+            raise ValueError(f"setting 'lanczos_tol' must be >= 0, got {self.lanczos_tol!r}")
         if self.known_size < 3:
             raise ValueError(f"setting 'known_size' must be >= 3, got {self.known_size!r}")
         if self.cumulant_samples < 100:
@@ -201,6 +204,7 @@ class Settings(ChapterSettings):
 _KNOWN = dict(known_size=100, known_seeds=20, rolling_steps=10_000,
               rolling_samples=(100, 1000, 10_000), cumulant_samples=100_000)
 _E4 = dict(table_lrs=(0.1, 0.05, 0.01), table_momentum=0.9, gamma=0.9)
+_LANCZOS = dict(lanczos_tol=0.0)  # the top Hessian eigenpairs to machine precision
 _FIG410_FIG420 = {
     "smoke": {
         "bs_dataset": "digits", "bs_n_train": 256, "bs_model": "basic_cnn", "bs_width": 0.5,
@@ -292,7 +296,7 @@ PROFILES = {
         cumulant_samples=2000, dataset="digits", synthetic=False, n_train=256, n_test=128,
         model="basic_cnn", width=0.5, batch_size=64, seeds=2, fig46_lr=0.01, fig46_wd=5e-4,
         fig46_epochs=3, diverge_lr=0.5, table_epochs=2, hessian_model="basic_cnn_nobn",
-        hessian_width=0.25, hessian_epochs=2, hessian_examples=64, workers=2, **_E4,
+        hessian_width=0.25, hessian_epochs=2, hessian_examples=64, workers=2, **_E4, **_LANCZOS,
         **_FIG410_FIG420["smoke"], **_PROBES["smoke"],
         **_SUBSPACE["smoke"]),
     # our reduction to a 2-core CPU; 5 seeds for the comparisons
@@ -300,7 +304,7 @@ PROFILES = {
         **_KNOWN, dataset="digits", synthetic=False, n_train=None, n_test=None,
         model="basic_cnn", width=0.5, batch_size=128, seeds=5, fig46_lr=0.01, fig46_wd=5e-4,
         fig46_epochs=30, diverge_lr=0.5, table_epochs=20, hessian_model="basic_cnn_nobn",
-        hessian_width=0.25, hessian_epochs=20, hessian_examples=256, workers=2, **_E4,
+        hessian_width=0.25, hessian_epochs=20, hessian_examples=256, workers=2, **_E4, **_LANCZOS,
         **_FIG410_FIG420["quick"], **_PROBES["quick"],
         **_SUBSPACE["quick"]),
     # the thesis's setting where it states one: ResNet-9 / CIFAR-10, batch 1024, 50 epochs
@@ -311,7 +315,7 @@ PROFILES = {
         **_KNOWN, dataset="cifar10", synthetic=False, n_train=45_000, n_test=None,
         model="resnet9", width=1.0, batch_size=1024, seeds=3, fig46_lr=0.01, fig46_wd=5e-4,
         fig46_epochs=50, diverge_lr=0.5, table_epochs=50, hessian_model="basic_cnn_nobn",
-        hessian_width=2.0, hessian_epochs=50, hessian_examples=10_000, workers=1, **_E4,
+        hessian_width=2.0, hessian_epochs=50, hessian_examples=10_000, workers=1, **_E4, **_LANCZOS,
         **_FIG410_FIG420["paper"], **_PROBES["paper"],
         **_SUBSPACE["paper"]),
 }

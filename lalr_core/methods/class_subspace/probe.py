@@ -357,14 +357,15 @@ def span_energy_series(directions: np.ndarray, counts: np.ndarray, E: torch.Tens
 
 
 def top_hessian_eigenvectors(model: nn.Module, X: torch.Tensor, y: torch.Tensor, k: int, *,
-                             dense_limit: int = EXACT_LIMIT) -> tuple[torch.Tensor, torch.Tensor]:
+                             dense_limit: int = EXACT_LIMIT,
+                             tol: float = 0.0) -> tuple[torch.Tensor, torch.Tensor]:
     """The top-``k`` (largest) eigenpairs of the Hessian of the mean cross-entropy of ``model``
     on ``(X, y)``, eval mode, in the model's dtype: ``(values (k,) descending, vectors (k, P))``.
 
     Up to ``dense_limit`` parameters the full eigensystem of `curvature.dense_hessian` (the
     source's "full eigensystem", E.3); above it ARPACK Lanczos on the curvlinops Hessian
     (`curvature.top_eigenpairs`: a dense Hessian of ~60k parameters, the thesis's E.3 CNN,
-    would take 29 GB in float64).
+    would take 29 GB in float64), to relative accuracy ``tol`` (0: machine precision).
     """
     from lalr_core.methods.curvature import operators as cv  # late: curvlinops is a heavy import
 
@@ -375,7 +376,8 @@ def top_hessian_eigenvectors(model: nn.Module, X: torch.Tensor, y: torch.Tensor,
         vals, vecs = torch.linalg.eigh(0.5 * (H + H.T))
         order = torch.argsort(vals, descending=True)[:k]
         return vals[order], vecs[:, order].T.contiguous()
-    pairs = cv.top_eigenpairs(cv.curvature_operator(model, loss, [(X, y)]), k=k, which="LA")
+    pairs = cv.top_eigenpairs(cv.curvature_operator(model, loss, [(X, y)]), k=k, which="LA",
+                              tol=tol)
     return pairs.values, pairs.vectors.T.contiguous()
 
 

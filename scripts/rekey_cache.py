@@ -31,8 +31,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-import lalr_core.chapters  # registers every run family's unit
-import lalr_core.methods  # noqa: F401
+import lalr_core.chapters  # noqa: F401
+from lalr_core.core.loop.registry import discover
 from lalr_core.core.atomic_io import atomic_write_text
 from lalr_core.core.runs import code_hash
 from lalr_core.core.runs.cache import RunCache
@@ -132,6 +132,7 @@ def main(argv: list[str] | None = None) -> int:
         def made_there(meta) -> bool:
             return meta["code_fingerprint"] in old_fingerprints(tuple(meta["code_modules"]),
                                                                 old_code_hash)
+    discover()  # imports every method module, registering every run family's unit
     cache = RunCache(args.root)
     edited: set[str] = set()
     counts = {"moved": 0, "current": 0, "other code": 0, "no unit": 0}

@@ -44,16 +44,19 @@ def test_shape_key_ignores_seeds_and_optimiser_settings_only():
     assert rehearsal.shape_key({**_unit(), "callbacks": {"weights": {}}}) != base
 
 
-def test_shape_key_drops_only_the_callback_arguments_it_names_not_shape():
+def test_a_units_shape_drops_only_the_callback_arguments_named_not_shape():
+    from lalr_core.core.runs.units import rehearsal_shape
+
     def pruned(ratios, importance="l1"):
         spec = {"pretrained": _unit(), "ratios": ratios, "importance": importance}
         return {**_unit(), "callbacks": {"pruned_start": spec}}
 
-    base = rehearsal.shape_key(pruned({"conv1": 0.5}))
-    assert rehearsal.shape_key(pruned({"conv1": 0.1})) == base    # masks keep the shapes
-    assert rehearsal.shape_key(pruned({"conv1": 0.5}, "me_prune")) != base
-    assert rehearsal.shape_key({**_unit(), "callbacks": {"trajectory": {"window": 3}}}) != \
-        rehearsal.shape_key({**_unit(), "callbacks": {"trajectory": {"window": 4}}})
+    base = rehearsal_shape(pruned({"conv1": 0.5}))
+    assert rehearsal_shape(pruned({"conv1": 0.1})) == base         # masks keep the shapes
+    assert rehearsal.shape_key(pruned({"conv1": 0.1})) != rehearsal.shape_key(pruned({"conv1": 0.5}))
+    assert rehearsal_shape(pruned({"conv1": 0.5}, "me_prune")) != base
+    assert rehearsal_shape({**_unit(), "callbacks": {"trajectory": {"window": 3}}}) != \
+        rehearsal_shape({**_unit(), "callbacks": {"trajectory": {"window": 4}}})
 
 
 def test_sibling_root_is_beside_the_real_cache_and_idempotent(tmp_path):

@@ -13,8 +13,8 @@ before a GPU hour is spent. What is cut is the length of everything, in a few pl
   the shortened lengths consistent (a window shorter than the run, say);
 * `lalr_core.core.runs.units.train_runs` trains one run per distinct shape (`shape_key`: the
   run without its `NOT_SHAPE` entries: seeds, lr, momentum, weight decay, schedule; and its
-  callbacks without the arguments each names in ``not_shape``) and hands its result, under
-  each run's own config, to the others of that shape;
+  callbacks without the arguments each names in ``not_shape``: `units.rehearsal_shape`) and
+  hands its result, under each run's own config, to the others of that shape;
 * `lalr_core.core.data.load_data` draws synthetic data of the dataset's real shapes and classes
   where the real data is absent (CIFAR on an offline machine), and loads at most `SPLIT_CAP`
   training and `EVAL_CAP` validation and test examples (a profile's "the whole test set" is a
@@ -31,7 +31,7 @@ Nothing a rehearsal computes is a result.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -55,17 +55,18 @@ def active() -> bool:
     return os.environ.get(REHEARSE_ENV, "0") == "1"
 
 
-def shape_key(unit: Mapping[str, Any]) -> str:
+def shape_key(unit: Mapping[str, Any],
+              not_shape: Mapping[str, Sequence[str]] | None = None) -> str:
     """The shape of a training unit ``{"run": key, "callbacks": {...}}``: its canonical JSON
-    without the `NOT_SHAPE` entries of the run, nor the arguments a callback names in its
-    ``not_shape`` (values that change its numbers, not its code path or tensor shapes: a
-    pruning's per-layer ratios, say). Units of one shape share a rehearsed result."""
+    without the `NOT_SHAPE` entries of the run, nor the arguments ``not_shape`` names for each
+    callback kind (values that change its numbers, not its code path or tensor shapes: a
+    pruning's per-layer ratios, say; `lalr_core.core.runs.units` reads them from the callbacks'
+    ``not_shape``). Units of one shape share a rehearsed result."""
     from lalr_core.core.atomic_io import canonical_json
-    from lalr_core.core.loop.callbacks import CALLBACKS
 
+    not_shape = not_shape or {}
     run = {k: v for k, v in unit["run"].items() if k not in NOT_SHAPE}
-    callbacks = {kind: {k: v for k, v in spec.items()
-                        if k not in getattr(CALLBACKS[kind], "not_shape", ())}
+    callbacks = {kind: {k: v for k, v in spec.items() if k not in not_shape.get(kind, ())}
                  for kind, spec in unit["callbacks"].items()}
     return canonical_json({**unit, "run": run, "callbacks": callbacks})
 

@@ -102,7 +102,7 @@ def train_runs(configs: Sequence[RunConfig], *,
         raise ValueError(f"unknown callbacks {unknown}; known: {CALLBACKS.names()}")
     params = [unit_params(cfg, cb) for cfg, cb in zip(configs, per_run)]
     if rehearsal.active():  # one rehearsed run per shape, its result handed to the others
-        keys = [rehearsal.shape_key(p) for p in params]
+        keys = [rehearsal_shape(p) for p in params]
         shapes = dict(zip(reversed(keys), reversed(params)))  # the first run of each shape
         results = dict(zip(shapes, sweep(train_unit, list(shapes.values()), name="train",
                                          executor=executor, cache=cache,
@@ -110,6 +110,13 @@ def train_runs(configs: Sequence[RunConfig], *,
         return [{**results[k], "config": p["run"]} for k, p in zip(keys, params)]
     return sweep(train_unit, params, name="train", executor=executor,
                  workers=min(workers, len(params)) or 1, cache=cache)
+
+
+def rehearsal_shape(params: Mapping[str, Any]) -> str:
+    """`rehearsal.shape_key` of a training unit, without the callback arguments each callback
+    class names in its ``not_shape``."""
+    return rehearsal.shape_key(params, {kind: getattr(CALLBACKS[kind], "not_shape", ())
+                                        for kind in params["callbacks"]})
 
 
 def unit_params(cfg: RunConfig, callbacks: Mapping[str, dict]) -> dict[str, Any]:

@@ -25,6 +25,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from lalr_core.core.runs import register_unit, sweep
+
 
 def _check(name: str, values: Sequence[float], *, integer: bool = False) -> list:
     vals = list(values)
@@ -121,6 +123,7 @@ def trainability_grid(X: torch.Tensor, y: torch.Tensor, sigma_w2s: Sequence[floa
                      for i, L in enumerate(depths)])
 
 
+@register_unit("trainability")  # so a cache tool can recompute its entries' keys
 def grid_row(params: Mapping[str, Any]) -> list[float]:
     """One cached unit (`lalr_core.core.runs.sweep`): a row of `cached_grid`, ``params`` =
     ``{"data": load_data's arguments, "depth", "sigma_w2s", "seeds", "width", "sigma_b2",
@@ -142,8 +145,6 @@ def cached_grid(data: Mapping[str, Any], sigma_w2s: Sequence[float], depths: Seq
     cached unit (run family ``"trainability"``, `grid_row`): a killed grid resumes, ``workers``
     processes train rows side by side, and rows trained on another machine (a GPU's) are
     found in the cache. Same seeds, so the same values as `trainability_grid`."""
-    from lalr_core.core.runs import sweep
-
     sigma_w2s, depths = _check_grid(sigma_w2s, depths, width, steps, batch, lr, sigma_b2)
     params = [{"data": dict(data), "depth": int(L), "sigma_w2s": [float(s) for s in sigma_w2s],
                "seeds": [seed + 1000 * i + j for j in range(len(sigma_w2s))], "width": width,

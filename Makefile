@@ -30,7 +30,7 @@ data: env
 figures: env
 	$(if $(COMPILE),LALR_COMPILE=$(COMPILE)) $(PY) -m lalr_core.driver --profile $(PROFILE) --chapters $(CHAPTERS) \
 		$(if $(EXECUTOR),--executor $(EXECUTOR)) $(if $(filter-out 0,$(DRY_RUN)),--dry-run) \
-		$(if $(filter-out 0,$(REHEARSE)),--rehearse)
+		$(if $(filter-out 0,$(REHEARSE)),--rehearse) $(if $(CPU_BUDGET),--cpu-budget $(CPU_BUDGET))
 
 snapshot: env
 	$(PY) -m lalr_core.snapshot

@@ -138,11 +138,15 @@ def place(chapters: list[str], notebooks: dict[str, Path], profile: str, out_roo
               for p in plan["chapters"]}
     path = out_root / profile / "placement.json"
     path.parent.mkdir(parents=True, exist_ok=True)
-    # the chapters placed by earlier runs into this folder stay (as timings.json's do)
-    kept = json.loads(path.read_text())["chapters"] if path.exists() else {}
+    # the chapters placed by earlier runs into this folder stay (as timings.json's do), each
+    # with the budget it was placed under
+    old = json.loads(path.read_text()) if path.exists() else {"chapters": {}}
+    kept = {c: {"budget_cpu_min": old.get("budget_cpu_min"), **p}
+            for c, p in old["chapters"].items()}
     path.write_text(json.dumps({"budget_cpu_min": budget_min, "chapters": {**kept, **{
         c: {"run": p["run"], "reasons": p["reasons"], "unmarked": p.get("unmarked", []),
-            "skipped_cells": len(p["skipped"])} for c, p in placed.items()}}}, indent=1))
+            "skipped_cells": len(p["skipped"]), "budget_cpu_min": budget_min}
+        for c, p in placed.items()}}}, indent=1))
     for c, p in placed.items():
         if p["run"] != "all":
             what = "skipped" if p["run"] == "none" else f"{len(p['skipped'])} cells skipped"

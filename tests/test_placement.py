@@ -128,6 +128,21 @@ def test_the_report_lists_what_was_not_run_here(tmp_path):
     assert "## Not run on this machine" in report
     assert "| 04 | 16 cells | fig3.7: needs cifar10 |" in report and "| 07 |" not in report
     assert "| 03 | the whole notebook (no cells marked for T1) | T1: too long |" in report
+    assert "estimated above 20 CPU minutes" in report
+
+
+def test_a_chapter_placed_under_another_budget_keeps_its_own(tmp_path):
+    """Chapters placed by an earlier run keep the budget they were placed under: a later
+    ``--cpu-budget inf`` run of one chapter does not relabel them."""
+    profile_dir = tmp_path / "paper"
+    profile_dir.mkdir()
+    (profile_dir / "placement.json").write_text(json.dumps({"budget_cpu_min": float("inf"),
+                                                            "chapters": {
+        "04": {"run": "part", "reasons": {"fig3.7": "needs cifar10"}, "skipped_cells": 16,
+               "budget_cpu_min": 20},
+        "07": {"run": "all", "reasons": {}, "skipped_cells": 0, "budget_cpu_min": float("inf")}}}))
+    report = build_report("paper", root=tmp_path).read_text()
+    assert "estimated above 20 CPU minutes" in report and "above inf" not in report
 
 
 def test_a_run_the_cache_holds_costs_nothing():
@@ -155,9 +170,11 @@ def test_placing_some_chapters_keeps_the_others_placement(tmp_path, monkeypatch)
     monkeypatch.setattr(plan, "build_plan", fake_plan)
     nbs = {c: next(NOTEBOOKS.glob(f"{c}_*.ipynb")) for c in ("04", "07")}
     driver.place(["04", "07"], nbs, "paper", tmp_path, 20.0)
-    driver.place(["07"], nbs, "paper", tmp_path, 20.0)
+    driver.place(["07"], nbs, "paper", tmp_path, float("inf"))
     placed = json.loads((tmp_path / "paper" / "placement.json").read_text())["chapters"]
     assert sorted(placed) == ["04", "07"]
+    assert placed["04"]["budget_cpu_min"] == 20.0                 # its own, kept
+    assert placed["07"]["budget_cpu_min"] == float("inf")
 
 
 def test_a_pretraining_serves_the_sections_of_its_fine_tunings():

@@ -255,9 +255,13 @@ def _placement_section(profile_dir: Path) -> list[str]:
     skipped = {c: p for c, p in placed["chapters"].items() if p["run"] != "all"}
     if not skipped:
         return []
+    budgets = sorted({p.get("budget_cpu_min", placed["budget_cpu_min"])
+                      for p in skipped.values()})
+    budget = f"{budgets[0]:g}" if len(budgets) == 1 else \
+        " or ".join(f"{b:g}" for b in budgets) + " (the budget each chapter ran with)"
     lines = ["", "## Not run on this machine", "",
              (f"Without a GPU, a notebook part whose training runs were estimated above "
-              f"{placed['budget_cpu_min']:g} CPU minutes, or whose data is missing, was skipped "
+              f"{budget} CPU minutes, or whose data is missing, was skipped "
               "(its items are missing above); the rest of the notebook ran. Runs the run cache "
               "already held (trained earlier, here or on a GPU machine whose entries were "
               "copied in) counted as no time."), "",

@@ -250,7 +250,7 @@ REHEARSAL = (
 # of 32 sampled Hessian columns per example took minutes of a CPU in a rehearsal; the sampled
 # method stays (smoke's exact Hessians of ResNet-9 do not fit), with 2 columns and 2 examples.
 # E.1's and fig 4.11's Lanczos on the paper's models to a looser accuracy (to machine
-# precision, ARPACK's restarts on ResNet-9 took over 30 minutes of a rehearsal).
+# precision, ARPACK's restarts on ResNet-9 took ~20 minutes of a rehearsal, cores shared).
 REHEARSAL_VALUES = {"probe_lc_columns": 2, "probe_sl_per_class": 2, "lanczos_tol": 1e-2}
 CHAPTER = Chapter(id="05", title="Second-order methods: quasi-Newton in the class-gradient "
                   "subspace, the top Hessian eigenvector", profiles=PROFILES,

@@ -139,7 +139,7 @@ REHEARSAL = (
     'ntk_n', 'th_n', 'th_steps', 'toy_steps', 'nngp_seeds', 'nlp_tiny', 'nlp_epochs',
 )
 # Below smoke's lengths: each step of a full-batch flow is a float64 forward and backward of
-# the paper's TinyTF, and each logged step a Jacobian (14 flows of smoke's 50 steps: 11 min, shared).
+# the paper's TinyTF, and each logged step a Jacobian (14 flows of 50 steps: 11 min, shared).
 REHEARSAL_VALUES = {"th_steps": 10}
 CHAPTER = Chapter(id="03", title="Linearisation explains fine-tuning (NTK, regularised "
                   "fine-tuning, kernel ridge)", profiles=PROFILES, sections=section_runs,

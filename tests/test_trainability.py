@@ -104,3 +104,10 @@ def test_cached_grid_equals_the_grid_and_a_second_call_trains_nothing(tmp_path, 
 
     monkeypatch.setattr(tr, "train_accuracies", no_training)
     np.testing.assert_array_equal(tr.cached_grid(spec, [1.0, 2.0], [2, 3], **kw), want)
+
+
+def test_a_cell_without_its_seed_is_refused():
+    X, y = _blobs(20)
+    with pytest.raises(ValueError, match="one seed per cell"):
+        tr.train_accuracies(X, y, width=4, depth=1, sigma_w2s=[1.0, 2.0], sigma_b2=0.05,
+                            steps=1, lr=0.1, batch=4, seeds=[0])

@@ -74,6 +74,8 @@ def train_accuracies(X: torch.Tensor, y: torch.Tensor, *, width: int, depth: int
     the cells never mix. The nets train on ``X``'s device."""
     gens = [torch.Generator().manual_seed(int(s)) for s in seeds]
     n_out = int(y.max()) + 1
+    if len(gens) != len(sigma_w2s):
+        raise ValueError(f"one seed per cell: {len(sigma_w2s)} sigma_w2s, {len(gens)} seeds")
     cells = [random_tanh_net(X.shape[1], n_out, width, depth, s2, sigma_b2, g)
              for s2, g in zip(sigma_w2s, gens)]
     layers = [tuple(torch.stack([cell[i][k].detach() for cell in cells]).to(X.device)

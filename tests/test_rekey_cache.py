@@ -50,17 +50,23 @@ def _age(cache: RunCache, params: dict, fingerprint: str) -> Path:
     return entry.rename(entry.parent / key)
 
 
-def test_rekey_moves_todays_code_and_leaves_other_code(tmp_path):
-    rekey = _load(REPO / "scripts" / "rekey_cache.py", "rekey_cache")
+def _two_entries(cache: RunCache, result: dict) -> tuple[dict, dict, list[str]]:
+    """Two of chapter 04's smoke runs cached with ``result``, and the first's code modules."""
     ch = chapter("04")
     settings = ch.settings("smoke")
     configs, _ = ch.runs(settings, next(iter(ch.sections(settings))))
-    today, other = ({"run": c.key(), "callbacks": {}} for c in configs[:2])
-    cache = RunCache(tmp_path / "runs")
-    for params in (today, other):
-        cache.put("train", params, {"loss": 1.0}, fn=train_unit)
-    modules = json.loads((cache.path("train", today, fn=train_unit) / META_FILE).read_text())[
+    first, other = ({"run": c.key(), "callbacks": {}} for c in configs[:2])
+    for params in (first, other):
+        cache.put("train", params, result, fn=train_unit)
+    modules = json.loads((cache.path("train", first, fn=train_unit) / META_FILE).read_text())[
         "code_modules"]
+    return first, other, modules
+
+
+def test_rekey_moves_todays_code_and_leaves_other_code(tmp_path):
+    rekey = _load(REPO / "scripts" / "rekey_cache.py", "rekey_cache")
+    cache = RunCache(tmp_path / "runs")
+    today, other, modules = _two_entries(cache, {"loss": 1.0})
     _age(cache, today, _old_fingerprint(modules, tmp_path))
     stale = _age(cache, other, "0" * 16)
     assert not cache.lookup("train", today, fn=train_unit)[0]     # the old key misses
@@ -75,15 +81,8 @@ def test_code_at_moves_entries_made_by_that_code_and_names_the_edits(tmp_path, c
     rekey = _load(REPO / "scripts" / "rekey_cache.py", "rekey_cache")
     from lalr_core.core.runs import code_hash
 
-    ch = chapter("04")
-    settings = ch.settings("smoke")
-    configs, _ = ch.runs(settings, next(iter(ch.sections(settings))))
-    then, other = ({"run": c.key(), "callbacks": {}} for c in configs[:2])
     cache = RunCache(tmp_path / "runs")
-    for params in (then, other):
-        cache.put("train", params, {"loss": 2.0}, fn=train_unit)
-    modules = json.loads((cache.path("train", then, fn=train_unit) / META_FILE).read_text())[
-        "code_modules"]
+    then, other, modules = _two_entries(cache, {"loss": 2.0})
     earlier = tmp_path / "earlier"
     shutil.copytree(REPO / "lalr_core", earlier / "lalr_core")
     edited = earlier / "lalr_core/core/rehearsal.py"

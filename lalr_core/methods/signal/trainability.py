@@ -105,6 +105,11 @@ def _check_grid(sigma_w2s, depths, width, steps, batch, lr, sigma_b2) -> tuple[l
     return sigma_w2s, depths
 
 
+def _row_seeds(seed: int, row: int, cells: int) -> list[int]:
+    """The seeds of row ``row``'s cells: ``seed + 1000 row + j``."""
+    return [seed + 1000 * row + j for j in range(cells)]
+
+
 def trainability_grid(X: torch.Tensor, y: torch.Tensor, sigma_w2s: Sequence[float],
                       depths: Sequence[int], *, width: int = 64, sigma_b2: float = 0.05,
                       steps: int = 100, lr: float = 1e-2, batch: int = 64,
@@ -121,7 +126,7 @@ def trainability_grid(X: torch.Tensor, y: torch.Tensor, sigma_w2s: Sequence[floa
         raise ValueError(f"X must be (n, d) and y (n,), got {tuple(X.shape)}, {tuple(y.shape)}")
     return np.array([train_accuracies(X, y, width=width, depth=int(L), sigma_w2s=sigma_w2s,
                                       sigma_b2=sigma_b2, steps=steps, lr=lr, batch=batch,
-                                      seeds=[seed + 1000 * i + j for j in range(len(sigma_w2s))])
+                                      seeds=_row_seeds(seed, i, len(sigma_w2s)))
                      for i, L in enumerate(depths)])
 
 
@@ -149,7 +154,7 @@ def cached_grid(data: Mapping[str, Any], sigma_w2s: Sequence[float], depths: Seq
     found in the cache. Same seeds, so the same values as `trainability_grid`."""
     sigma_w2s, depths = _check_grid(sigma_w2s, depths, width, steps, batch, lr, sigma_b2)
     params = [{"data": dict(data), "depth": int(L), "sigma_w2s": [float(s) for s in sigma_w2s],
-               "seeds": [seed + 1000 * i + j for j in range(len(sigma_w2s))], "width": width,
+               "seeds": _row_seeds(seed, i, len(sigma_w2s)), "width": width,
                "sigma_b2": sigma_b2, "steps": steps, "lr": lr, "batch": batch}
               for i, L in enumerate(depths)]
     return np.array(sweep(grid_row, params, name="trainability", workers=workers))

@@ -13,7 +13,7 @@ COMPILE ?=
 PIN_HASH := $(shell cat pyproject.toml | sha256sum | cut -c1-12)
 STAMP := $(VENV)/.env-$(PIN_HASH)
 
-.PHONY: env data figures snapshot book test lab bench prune clean
+.PHONY: env data figures snapshot compare book test lab bench prune clean
 
 env: $(STAMP)
 
@@ -34,6 +34,10 @@ figures: env
 
 snapshot: env
 	$(PY) -m lalr_core.snapshot
+
+# Does this run reproduce the committed snapshot? Lists every check or table that differs.
+compare: env
+	$(PY) scripts/compare_checks.py compare results/$(PROFILE) figures/$(PROFILE)
 
 book: env
 	$(PY) -m lalr_core.book --profile $(PROFILE)

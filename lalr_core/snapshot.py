@@ -8,6 +8,11 @@ rehearsal), and writes ``results/README.md``: one row per profile with the commi
 that made it, what kind of numbers they are (quick, paper, rehearsal), the claim-test verdicts
 and the items present. Figures (PNG / PDF) stay out: their links in the copied REPORT.md become
 plain words. A profile not under the figures root keeps its last snapshot.
+
+It refuses (exit 2, nothing written) a profile whose check records were made from a dirty tree,
+or at a commit whose code (`CODE_PATHS`) differs from HEAD: a snapshot is what HEAD computes.
+`python scripts/compare_checks.py compare results/quick figures/quick` (``make compare``)
+then tells whether a fresh run reproduces it.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ from pathlib import Path
 from lalr_core.core import rehearsal
 from lalr_core.core.atomic_io import atomic_write_text
 from lalr_core.core.results.inventory import default_inventory, read_inventory
-from lalr_core.core.results.provenance import repo_root
+from lalr_core.core.results.provenance import git_info, repo_root, run_git
 from lalr_core.core.results.report import check_kind_of, item_records, items_present, load_checks
 from lalr_core.core.results.writer import CHECKS_FILE, default_root
 
@@ -39,6 +44,8 @@ KINDS = {
 _FIGURE_LINK = re.compile(r"\[(png|pdf)\]\([^)]*\)")
 _VERDICTS = ("PASS", "FAIL", "INCONCLUSIVE", "N/A")
 ITEMS_FILE = "items.json"  # the inventory's items and how many had outputs where they were made
+#: what a result depends on: a record made at another commit is stale if any of these differ
+CODE_PATHS = ("lalr_core", "notebooks", "pyproject.toml", "data")
 
 
 def profile_dirs(figures: Path) -> dict[str, Path]:
@@ -120,16 +127,48 @@ def render_index(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def snapshot(figures: Path, results: Path) -> list[dict]:
+def stale_reasons(folder: Path, repo: Path) -> list[str]:
+    """Why the check records under ``folder`` are not what ``repo``'s HEAD computes: made from
+    a dirty tree, at an unknown commit, or at a commit whose `CODE_PATHS` differ from HEAD.
+    Empty when they are fresh."""
+    checks = load_checks(folder)
+    if not checks:
+        return [f"{folder} holds no check records"]
+    out = []
+    dirty = sorted({c.get("chapter", "?") for c in checks if c.get("dirty") is not False})
+    if dirty:
+        out.append(f"made from a dirty (or unknown) tree: {', '.join(dirty)}")
+    head = git_info(repo, refresh=True)["commit"]
+    for commit in sorted({c.get("commit") or "unknown" for c in checks} - {head}):
+        changed = None if commit == "unknown" else run_git(
+            repo, "diff", "--name-only", commit, "HEAD", "--", *CODE_PATHS)
+        if changed is None:
+            out.append(f"made at commit {commit[:12]}, which this repository does not hold")
+        elif changed:
+            files = changed.splitlines()
+            out.append(f"made at commit {commit[:7]}, whose code differs from HEAD in "
+                       f"{len(files)} files ({', '.join(files[:3])}{', ...' if files[3:] else ''})")
+    return out
+
+
+def snapshot(figures: Path, results: Path, *, repo: Path | None = None) -> list[dict]:
     """Copy every profile under ``figures`` into ``results`` and rewrite the index; returns
-    the index rows (profiles snapshotted before and absent now are kept).
+    the index rows (profiles snapshotted before and absent now are kept). With ``repo``, every
+    profile must be fresh (`stale_reasons`) before anything is written.
 
     Raises:
-        ValueError: ``figures`` holds no profile with a REPORT.md.
+        ValueError: ``figures`` holds no profile with a REPORT.md, or a profile is stale.
     """
     found = profile_dirs(figures)
     if not found:
         raise ValueError(f"no REPORT.md under {figures}/<profile>/: run `make figures` first")
+    if repo is not None:
+        stale = {name: stale_reasons(src, repo) for name, src in found.items()}
+        stale = {name: why for name, why in stale.items() if why}
+        if stale:
+            raise ValueError("refusing a snapshot of outputs that HEAD did not make (commit, "
+                             "then `make figures` again):\n" + "\n".join(
+                                 f"  {name}: {'; '.join(why)}" for name, why in stale.items()))
     for name, src in found.items():
         copy_profile(src, results / name)
     kept = profile_dirs(results)
@@ -145,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--results", default=str(repo_root() / "results"))
     args = parser.parse_args(argv)
     try:
-        rows = snapshot(Path(args.figures), Path(args.results))
+        rows = snapshot(Path(args.figures), Path(args.results), repo=repo_root())
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -3,13 +3,16 @@
 Usage:
     python scripts/compare_checks.py snapshot figures/quick before.json
     python scripts/compare_checks.py compare before.json figures/quick
+    python scripts/compare_checks.py compare results/quick figures/quick    # make compare
     python scripts/compare_checks.py counts before.json figures/quick
 
 ``snapshot`` records every check of every chapter (item, claim, verdict, our numbers, the
 source's numbers, detail) and a sha256 of every table CSV; ``compare`` reports each check or
 table that differs, and exits 1 if any does. Provenance that must differ between two runs
 (commit, dirty flag, timestamps) is left out. Use it before and after a change that should not
-change any result (same profile, same thread count, from an empty cache). ``counts`` prints, per
+change any result (same profile, same thread count, from an empty cache). ``before`` may also
+be a folder with the same ``<chapter>/checks.json`` layout, such as the committed snapshot
+``results/quick``: then ``compare`` tells whether a fresh run reproduces it. ``counts`` prints, per
 chapter, the claim tests and sanity checks by verdict before and after a change that should
 change results (a record written before checks had kinds counts as ``unclassified``).
 """
@@ -85,6 +88,11 @@ def counts_table(before: dict, after: dict) -> str:
     return "\n".join(lines)
 
 
+def load_before(before: Path) -> dict:
+    """A snapshot from a JSON file written by ``snapshot``, or made now from a folder."""
+    return snapshot(before) if before.is_dir() else json.loads(before.read_text())
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="cmd", required=True)
@@ -107,9 +115,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{n} checks in {len(snap_['checks'])} chapters, {len(snap_['tables'])} tables")
         return 0
     if args.cmd == "counts":
-        print(counts_table(json.loads(args.before.read_text()), snapshot(args.figures)))
+        print(counts_table(load_before(args.before), snapshot(args.figures)))
         return 0
-    diffs = differences(json.loads(args.before.read_text()), snapshot(args.figures))
+    diffs = differences(load_before(args.before), snapshot(args.figures))
     print("\n".join(diffs) if diffs else "identical: every check and table")
     return 1 if diffs else 0
 

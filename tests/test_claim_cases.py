@@ -58,7 +58,7 @@ def test_each_case_gives_its_verdict(chapter, claim_id, verdict):
     claims = _claims(chapter)
     assert claims is not None and claim_id in claims, f"{chapter} has no claim {claim_id}"
     result = CASES[chapter][claim_id][verdict]()
-    assert verdict_of(result) == verdict
+    assert verdict_of(result, claims[claim_id]) == verdict
 
 
 @pytest.mark.parametrize("package", _chapter_packages())
@@ -72,6 +72,8 @@ def test_every_claim_test_can_pass_and_fail(package):
         by = cases.get(cid, {})
         if claim.kind != "claim" or set(by) == {"N/A"}:
             continue  # a sanity check, or a claim the source leaves untestable (N/A only)
+        if not (claim.replicate.strip() and claim.null.strip()):
+            missing.append(f"{cid}: its replicate unit and null (Claim.replicate, Claim.null)")
         owed = {"PASS", "FAIL"}
         if "PASS" in by and uses_interval(by["PASS"]()):
             owed.add("INCONCLUSIVE")

@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from lalr_core.core.results.claims import Claim, Finding, underpowered
+from lalr_core.core.results.claims import DETERMINISTIC, Claim, Finding, underpowered
 from lalr_core.core.results.evidence import Evidence, paired_difference
 from lalr_core.core.results.writer import FigureWriter
 
@@ -22,11 +22,15 @@ def test_a_claim_validates_itself_and_defaults_its_item():
 
 def test_judge_applies_the_claims_threshold_and_side():
     c = Claim("c", "A beats B by more than 1 point", threshold=1.0, side="greater")
-    ev = paired_difference([0.90, 0.91, 0.92], [0.87, 0.88, 0.89], scale=100)
+    ev = paired_difference([0.90, 0.92, 0.91, 0.93, 0.91], [0.87, 0.88, 0.89, 0.90, 0.88],
+                           scale=100)
     judged = c.judge(ev)
     assert (judged.threshold, judged.side, judged.verdict) == (1.0, "greater", "PASS")
-    assert c.judge(paired_difference([0.9, 0.9, 0.9], [0.9, 0.9, 0.9], scale=100)).verdict \
+    assert c.judge(paired_difference([0.9, 0.905, 0.9, 0.9, 0.905, 0.9],
+                                       [0.9, 0.9, 0.905, 0.9, 0.9, 0.905], scale=100)).verdict \
         == "FAIL"
+    flat = c.judge(paired_difference([0.9, 0.9, 0.9], [0.9, 0.9, 0.9], scale=100))
+    assert flat.verdict == "FAIL" and flat.claim_verdict == "INCONCLUSIVE"  # zero width
     with pytest.raises(ValueError, match="no threshold"):
         Claim("d", "no interval").judge(ev)
 
@@ -69,7 +73,7 @@ def test_record_stores_kind_half_width_and_power(tmp_path):
 def test_record_all_records_each_finding_under_its_claim_and_refuses_strangers(tmp_path):
     from lalr_core.core.results.claims import ItemFindings
     out = FigureWriter("07_signal_propagation", "smoke", "07.ipynb", root=tmp_path)
-    claims = {"E1-a": Claim("E1-a", "holds", item="E1"),
+    claims = {"E1-a": Claim("E1-a", "holds", item="E1", replicate=DETERMINISTIC),
               "E1-b": Claim("E1-b", "sums to one", item="E1", kind="sanity")}
     item = ItemFindings({"E1-a": Finding(False), "E1-b": Finding(True)}, {"n": 3})
     assert out.record_all(claims, item, **{"E1-a": {"source": "1.76"}}) is item
@@ -80,3 +84,22 @@ def test_record_all_records_each_finding_under_its_claim_and_refuses_strangers(t
     with pytest.raises(ValueError, match="unknown claims"):
         out.record_all(claims, ItemFindings({"E9": Finding(True)}))
     assert len(out.checks()) == 2
+
+
+def test_a_bare_pass_or_fail_decides_only_on_replicates_or_a_deterministic_computation(tmp_path):
+    out = FigureWriter("05_quasi_newton", "smoke", "05.ipynb", root=tmp_path)
+    one_run = Claim("fig4.7-a", "q is small", item="fig4.7")
+    rec = out.record(one_run, Finding(True, detail="one run"))
+    assert rec["verdict"] == "INCONCLUSIVE" and rec["passed"] is None
+    assert rec["interval_verdict"] == "PASS" and "undeclared number" in rec["refusal"]
+    assert out.record(one_run, Finding(False, replicates=2))["verdict"] == "INCONCLUSIVE"
+    every_seed = out.record(one_run, Finding(False, replicates=3))
+    assert every_seed["verdict"] == "FAIL" and every_seed["replicates"] == 3
+    exact = Claim("fig4.14-a", "D rises", item="fig4.14", replicate=DETERMINISTIC,
+                  null="the same flow without the method")
+    rec = out.record(exact, Finding(True))
+    assert rec["verdict"] == "PASS" and rec["null"] == "the same flow without the method"
+    assert out.record(exact, Finding(None, detail="cannot show it"))["verdict"] == "N/A"
+    # a sanity check's bool stands as it is
+    sanity = Claim("fig4.7-s", "sums to one", item="fig4.7", kind="sanity")
+    assert out.record(sanity, Finding(True))["verdict"] == "PASS"

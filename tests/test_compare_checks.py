@@ -46,3 +46,12 @@ def test_counts_split_claim_tests_from_sanity_checks(tmp_path):
     assert "| 04_x | claim | 0/0/0/0 | 0/1/0/0 |" in table
     assert "| 04_x | sanity | 0/0/0/0 | 1/0/0/0 |" in table
     assert after["checks"]["04_x"][0]["verdict"] == "FAIL"
+
+
+def test_a_committed_results_folder_is_a_before(tmp_path):
+    # `make compare`: results/<profile> has the figures' layout, so it is read as a snapshot
+    _tree(tmp_path / "results")
+    _tree(tmp_path / "same")
+    _tree(tmp_path / "changed", "FAIL")
+    assert cc.main(["compare", str(tmp_path / "results"), str(tmp_path / "same")]) == 0
+    assert cc.main(["compare", str(tmp_path / "results"), str(tmp_path / "changed")]) == 1

@@ -28,7 +28,8 @@ def test_one_seed_uses_the_binomial_interval_of_the_test_set():
     assert ev.low == pytest.approx(5 - 100 * 1.959963984540054 * se)
     assert ev.n == 1 and ev.n_test == 450 and ev.verdict == "INCONCLUSIVE"  # 5 +- 5.5 points
     big = paired_difference([0.80], [0.75], n_test=10_000, scale=100)
-    assert big.verdict == "PASS"                                 # 5 +- 1.2 points
+    assert big.verdict == "PASS"                                 # 5 +- 1.2 points, but
+    assert big.claim_verdict == "INCONCLUSIVE" and "1 independent replicate" in big.refusal  # one seed
     assert paired_difference([0.8], [0.75]).verdict == "INCONCLUSIVE"   # no n_test: no interval
 
 
@@ -41,7 +42,10 @@ def test_one_seed_uses_the_binomial_interval_of_the_test_set():
 ])
 def test_verdict_rules(low, high, threshold, side, verdict):
     est = 0.0 if not math.isfinite(low) else (low + high) / 2
-    assert Evidence(est, low, high, threshold, side).verdict == verdict
+    assert Evidence(est, low, high, threshold, side, n=5).verdict == verdict
+    assert Evidence(est, low, high, threshold, side).verdict == verdict  # the interval's
+    assert Evidence(est, low, high, threshold, side).claim_verdict == (  # one replicate
+        verdict if verdict == "INCONCLUSIVE" else "INCONCLUSIVE")
 
 
 def test_diverged_pairs_are_dropped_and_all_nan_is_inconclusive():
@@ -104,21 +108,17 @@ def test_paired_bootstrap_matches_the_closed_form_standard_error():
     assert ev.n_test == n and ev == bootstrap_difference(a, b, scale=100, resamples=4000)
 
 
-def test_two_level_bootstrap_resamples_the_seeds():
-    """Seeds paired by row: when every example of a seed has the same difference c_i, the
-    example draw changes nothing and the interval is the bootstrap over seeds alone: the mean
-    of k draws from {c_i}. For k = 2 and c = (0, 1) that mean is 0, 0.5, 1 with probabilities
-    1/4, 1/2, 1/4, so the 95 % interval is [0, 1]; one level (seeds averaged) would be [0.5, 0.5]."""
+def test_several_seeds_cross_seeds_and_examples():
+    """Seeds paired by row. When every example of a seed has the same difference c_i, the
+    examples add no spread and the interval is the t interval over the seeds' differences;
+    one row is the paired bootstrap over examples, draw for draw."""
     from lalr_core.core.results.evidence import bootstrap_difference
     n = 50
-    a = np.stack([np.zeros(n), np.ones(n)])            # seed 0: both wrong; seed 1: a right
-    b = np.zeros((2, n))
-    ev = bootstrap_difference(a, b, resamples=4000)
-    assert (ev.estimate, ev.low, ev.high, ev.n, ev.n_test) == (0.5, 0.0, 1.0, 2, n)
-    assert "2 seeds" in ev.method
-    flat = bootstrap_difference(a.mean(0), b.mean(0), resamples=4000)
-    assert flat.low == flat.high == 0.5
-    # one row is the one-level bootstrap, draw for draw
+    c = np.array([0.0, 1.0, 0.5])
+    a, b = np.repeat(c[:, None], n, axis=1), np.zeros((3, n))
+    ev, t = bootstrap_difference(a, b), paired_difference(c, np.zeros(3))
+    assert (ev.n, ev.n_test, ev.replicates) == (3, n, 3) and "3 seeds" in ev.method
+    assert (ev.estimate, ev.low, ev.high) == pytest.approx((t.estimate, t.low, t.high))
     rng = np.random.default_rng(0)
     x, y = rng.random(300) < 0.7, rng.random(300) < 0.6
     assert bootstrap_difference(x[None], y[None]) == bootstrap_difference(x, y)

@@ -291,9 +291,64 @@ def test_sweep_processes_match_sequential(tmp_path):
                 workers=2, threads=3, progress=False)
     assert [numbers(r) for r in par] == [numbers(r) for r in seq] == \
         [(i, i * i, list(range(i + 1))) for i in range(5)]
-    assert {r["threads"] for r in par} == {3}  # set by the worker initializer
+    assert {r["threads"] for r in par} == {runs.run_threads()}  # the unit's, not the pool's 3
     assert calls(tmp_path / "marks") == 10
     assert len(RunCache(tmp_path / "b", version="t").entries("p")) == 5
+
+
+def sgd_unit(params: dict) -> dict:
+    """A few SGD steps of a small MLP: float sums whose rounding follows the thread count."""
+    torch.manual_seed(params["i"])
+    net = torch.nn.Sequential(torch.nn.Linear(256, 512), torch.nn.Tanh(), torch.nn.Linear(512, 10))
+    opt = torch.optim.SGD(net.parameters(), lr=0.1, momentum=0.9)
+    x, y = torch.randn(512, 256), torch.randint(0, 10, (512,))
+    for _ in range(20):
+        opt.zero_grad()
+        torch.nn.functional.cross_entropy(net(x), y).backward()
+        opt.step()
+    return {"w": torch.cat([q.detach().ravel() for q in net.parameters()]).numpy(),
+            "threads": torch.get_num_threads()}
+
+
+def test_a_partly_cached_sweep_gives_the_numbers_of_the_sweep_from_empty(tmp_path):
+    """Units computed in-process (all cores, before the count was fixed), in a pool worker or
+    as a sweep's last unit all compute at `run_threads`: the same bits whatever was cached."""
+    grid = [{"i": i} for i in range(3)]
+    empty = sweep(sgd_unit, grid, name="t", cache=RunCache(tmp_path / "a", version="t"),
+                  workers=2, progress=False)
+    part = RunCache(tmp_path / "b", version="t")
+    with runs.fixed_threads(2):  # this process at 2 threads, as a kernel on 2 cores
+        first = cached(sgd_unit, grid[0], name="t", cache=part)   # in-process
+        rest = sweep(sgd_unit, grid, name="t", cache=part, workers=2, progress=False)
+    assert first["threads"] == runs.run_threads()
+    for a, b in zip(empty, rest, strict=True):
+        assert a["threads"] == b["threads"] == runs.run_threads()
+        np.testing.assert_array_equal(a["w"], b["w"])
+    assert {e["run_threads"] for e in part.entries("t")} == {runs.run_threads()}
+
+
+def test_an_entry_computed_at_another_thread_count_is_computed_again(cache, tmp_path):
+    grid = _grid(tmp_path, 1)
+    sweep(square_unit, grid, name="th", cache=cache, progress=False)
+    meta_path = pathlib.Path(cache.entries("th")[0]["path"]) / "meta.json"
+    meta = json.loads(meta_path.read_text())
+    meta_path.write_text(json.dumps({**meta, "run_threads": runs.run_threads() + 1}))
+    assert cache.lookup("th", grid[0], fn=square_unit) == (False, None)
+    sweep(square_unit, grid, name="th", cache=cache, progress=False)
+    assert calls(tmp_path / "marks") == 2
+    legacy = {k: v for k, v in meta.items() if k != "run_threads"}  # before the count was fixed
+    assert runs.entry_matches({**legacy, "provenance": {"torch_threads": runs.run_threads()}})
+    assert not runs.entry_matches({**legacy, "provenance": {"torch_threads": 7}}, 1)
+    gpu = {"provenance": {"torch_threads": 7, "environment": {"device": "cpu; cuda 12: H200"}}}
+    assert runs.entry_matches(gpu, 1)  # a GPU's sums do not follow the CPU threads
+
+
+def test_run_threads_refuses_a_bad_value(monkeypatch):
+    monkeypatch.setenv(runs.RUN_THREADS_ENV, "two")
+    with pytest.raises(ValueError, match="LALR_RUN_THREADS"):
+        runs.run_threads()
+    monkeypatch.setenv(runs.RUN_THREADS_ENV, "3")
+    assert runs.run_threads() == 3
 
 
 def test_sweep_rejects_bad_configuration_before_compute(cache, tmp_path):

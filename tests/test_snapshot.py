@@ -64,3 +64,42 @@ def test_the_committed_results_index_links_only_files_that_exist():
     assert links and all((index.parent / link).is_file() for link in links)
     reports = {str(p.relative_to(index.parent)) for p in index.parent.rglob("REPORT.md")}
     assert reports == set(links)
+
+
+def _git(repo: Path, *args: str) -> str:
+    import subprocess
+    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True,
+                          text=True).stdout.strip()
+
+
+def test_snapshot_refuses_outputs_that_head_did_not_make(tmp_path, capsys):
+    repo = tmp_path / "repo"
+    (repo / "lalr_core").mkdir(parents=True)
+    _git(repo, "init", "-q")
+    _git(repo, "config", "user.email", "t@t")
+    _git(repo, "config", "user.name", "t")
+    (repo / "lalr_core/m.py").write_text("x = 1\n")
+    _git(repo, "add", ".")
+    _git(repo, "commit", "-qm", "one")
+    made_at = _git(repo, "rev-parse", "HEAD")
+    (repo / "README.md").write_text("docs only\n")  # outside CODE_PATHS: still fresh
+    _git(repo, "add", ".")
+    _git(repo, "commit", "-qm", "docs")
+    figures, results = tmp_path / "figures", tmp_path / "results"
+    _profile(figures, "quick", ["PASS"], commit=made_at)
+    assert [r["name"] for r in snapshot(figures, results, repo=repo)] == ["quick"]
+    # code changed since the records were made: refused, nothing rewritten
+    (repo / "lalr_core/m.py").write_text("x = 2\n")
+    _git(repo, "commit", "-qam", "code")
+    shutil_before = (results / "README.md").read_text()
+    with pytest.raises(ValueError, match=r"whose code differs from HEAD in 1 files \(lalr_core/m.py\)"):
+        snapshot(figures, results, repo=repo)
+    assert (results / "README.md").read_text() == shutil_before
+    # a dirty record and an unknown commit are refused too
+    rows = json.loads((figures / "quick/04_directedness/checks.json").read_text())
+    rows[0].update(dirty=True, commit=_git(repo, "rev-parse", "HEAD"))
+    rows.append({**rows[0], "dirty": False, "commit": "f" * 40})
+    (figures / "quick/04_directedness/checks.json").write_text(json.dumps(rows))
+    with pytest.raises(ValueError, match="dirty") as err:
+        snapshot(figures, results, repo=repo)
+    assert "which this repository does not hold" in str(err.value)

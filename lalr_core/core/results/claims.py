@@ -27,9 +27,23 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from lalr_core.core.results.evidence import SIDES, Evidence
+from lalr_core.core.results.evidence import MIN_REPLICATES, SIDES, Evidence
 
 KINDS = ("claim", "sanity")
+#: ``Claim.replicate`` of a claim tested by an exact computation on fixed inputs (a closed
+#: form, a deterministic toy flow): a bool from it decides a verdict without replicates
+DETERMINISTIC = "deterministic: an exact computation on fixed inputs, no replicate needed"
+
+
+def bool_refusal(replicate: str, replicates: int | None) -> str:
+    """Why a claim test's bare PASS / FAIL (a bool, no interval) may not decide a verdict
+    (``""``: it may): it is neither `DETERMINISTIC` nor declared to hold over at least
+    `MIN_REPLICATES` independent replicates (``replicates``: e.g. "in every seed" of 5)."""
+    if replicate == DETERMINISTIC or (replicates is not None and replicates >= MIN_REPLICATES):
+        return ""
+    have = "an undeclared number of" if replicates is None else str(replicates)
+    return (f"a PASS / FAIL without an interval on {have} independent replicates: a verdict "
+            f"needs >= {MIN_REPLICATES} (or a deterministic computation)")
 
 
 def check_kind(kind) -> str:
@@ -61,6 +75,13 @@ class Claim:
         source_effect: the source's own effect in the estimate's unit (e.g. +3.1 points), if
             the source reports one.
         unit: the estimate's unit, e.g. ``"points"``, ``"nats"``.
+        replicate: what one independent replicate of the claim is (e.g. "a network trained
+            from its own seed, pretraining included"; "a network at initialisation";
+            `DETERMINISTIC` for an exact computation). Recorded with every verdict, with the
+            count behind it.
+        null: what the claim is judged against, where the effect is absent (the control arm,
+            the same architecture at initialisation, noise through the same optimiser's
+            filters). Recorded with every verdict.
 
     Raises:
         ValueError: an empty id or text, an unknown kind or side, a side without a threshold.
@@ -77,6 +98,8 @@ class Claim:
     side: str | None = None
     source_effect: float | None = None
     unit: str = ""
+    replicate: str = ""
+    null: str = ""
 
     def __post_init__(self):
         for name in ("id", "text"):
@@ -112,11 +135,14 @@ class Finding:
             the effect; ``detail`` says why).
         ours: our numbers for the record (JSON-ready).
         detail: how it was judged, one line; required for N/A.
+        replicates: for a bool, the independent replicates it holds over ("in every seed":
+            the seeds), so that it may decide a claim test (`bool_refusal`).
     """
 
     evidence: Evidence | bool | None
     ours: Any = None
     detail: str = ""
+    replicates: int | None = None
 
     def __post_init__(self):
         if self.evidence is None and not self.detail.strip():

@@ -34,7 +34,7 @@ def repo_root() -> Path:
     return Path(__file__).resolve().parents[3]
 
 
-def _run_git(repo: Path, *args: str) -> str | None:
+def run_git(repo: Path, *args: str) -> str | None:
     """Run ``git -C repo *args``; return stripped stdout, or ``None`` on any failure."""
     try:
         done = subprocess.run(
@@ -55,10 +55,10 @@ def _run_git(repo: Path, *args: str) -> str | None:
 @functools.lru_cache(maxsize=16)
 def _git_info_cached(repo: str) -> tuple[str, bool | None]:
     path = Path(repo)
-    if _run_git(path, "rev-parse", "--is-inside-work-tree") != "true":
+    if run_git(path, "rev-parse", "--is-inside-work-tree") != "true":
         return "unknown", None
-    commit = _run_git(path, "rev-parse", "HEAD") or "unknown"  # "unknown": no commit yet
-    status = _run_git(path, "status", "--porcelain")
+    commit = run_git(path, "rev-parse", "HEAD") or "unknown"  # "unknown": no commit yet
+    status = run_git(path, "status", "--porcelain")
     dirty = None if status is None else bool(status)
     return commit, dirty
 
@@ -119,7 +119,7 @@ def device_info() -> dict:
 def _device_description() -> str:
     """CPU description plus every visible CUDA device's name (no host name)."""
     d = device_info()
-    cpu = f"cpu: {d['arch']}, {d['cores']} cores"  # threads: torch_threads
+    cpu = f"cpu: {d['cpu']} ({d['arch']}), {d['cores']} cores"  # threads: torch_threads
     return f"{cpu}; cuda {d['cuda']}: " + ", ".join(d["gpus"]) if d["gpus"] else cpu
 
 
@@ -190,6 +190,18 @@ def provenance(**extra) -> dict:
         "timestamp_utc": utc_timestamp(),
         **extra,
     }
+
+
+def compute_environment() -> dict:
+    """What a check's numbers were computed on, short: torch's version, the CPU model and
+    cores, the GPUs, this process's torch threads and the units' fixed thread count
+    (`lalr_core.core.runs.threads`)."""
+    from lalr_core.core.runs.threads import run_threads
+
+    d = device_info()
+    return {"torch": package_versions("torch").get("torch"), "cpu": d["cpu"],
+            "cores": d["cores"], "gpus": d["gpus"], "torch_threads": _torch_threads(),
+            "run_threads": run_threads()}
 
 
 def collect() -> dict:

@@ -58,7 +58,14 @@ def _verdict_text(check: dict) -> str:
             text += f"; source's effect {check['source_effect']:+.3g}"
             if check.get("underpowered"):
                 text += ", underpowered at this profile"
+        if check.get("refusal"):  # the interval alone would decide, but may not
+            text += f"; not decided: {check['refusal']}"
+        if check.get("replicates_needed") and check.get("verdict") == "INCONCLUSIVE":
+            text += f"; ~{check['replicates_needed']} replicates would decide it"
         text += "]"
+    if check.get("replicate_unit") or check.get("null"):
+        text += f" (replicate: {check.get('replicate_unit') or '?'}; null: " \
+                f"{check.get('null') or 'not stated'})"
     if check.get("detail"):
         text += f": {check['detail']}"
     if check.get("ours") is not None or check.get("source") is not None:

@@ -30,12 +30,19 @@ from lalr_core.core.results.claims import (
     Claim,
     Finding,
     ItemFindings,
+    bool_refusal,
     check_kind,
     underpowered,
 )
-from lalr_core.core.results.evidence import Evidence
+from lalr_core.core.results.evidence import Evidence, replicates_needed
 from lalr_core.core.results.inventory import inventory_items
-from lalr_core.core.results.provenance import git_info, provenance, repo_root, utc_timestamp
+from lalr_core.core.results.provenance import (
+    compute_environment,
+    git_info,
+    provenance,
+    repo_root,
+    utc_timestamp,
+)
 from lalr_core.core.runs import param_hash as run_key
 
 # Item ids become file names: letters, digits, '.', '_', '-', '+'; no path separators.
@@ -289,7 +296,8 @@ class FigureWriter:
 
     def check(self, item_id: str, claim: str, passed, *, kind: str, detail: str = "",
               ours=None, source=None, quote: str = "", name_method: bool = False,
-              source_effect: float | None = None) -> dict:
+              source_effect: float | None = None, replicate: str = "",
+              null: str = "", replicates: int | None = None) -> dict:
         """Record whether the source's ``claim`` held for ``item_id``; never raises on FAIL.
 
         Re-running with the same ``(item_id, claim)`` replaces the earlier record, so a
@@ -316,6 +324,16 @@ class FigureWriter:
             source_effect: the source's own effect in the estimate's unit, if it reports
                 one; stored with the interval's half-width (the smallest effect this profile
                 can decide), and the record says whether the profile is underpowered for it.
+            replicate: what one independent replicate of the claim is; the record holds it
+                with the evidence's count of replicates (``replicates``), why an interval may
+                not decide (``refusal``: too few replicates, zero width), and how many
+                replicates would decide the source's effect from the spread measured
+                (``replicates_needed``, `lalr_core.core.results.evidence.replicates_needed`).
+            null: what the claim is judged against where the effect is absent.
+            replicates: for a bool, the independent replicates it holds over; a claim test's
+                bool decides PASS / FAIL only on >= 3 of them or where ``replicate`` is
+                `lalr_core.core.results.claims.DETERMINISTIC`, else it is INCONCLUSIVE
+                (`lalr_core.core.results.claims.bool_refusal`).
 
         Returns:
             The stored record (``verdict`` is one of `lalr_core.core.results.evidence.VERDICTS`;
@@ -334,11 +352,17 @@ class FigureWriter:
         if name_method and isinstance(passed, Evidence):
             detail = "; ".join(x for x in (str(detail), passed.method) if x)
         interval, power = None, {}
+        replication = {"replicate_unit": str(replicate), "null": str(null), "replicates": None}
         if isinstance(passed, Evidence):
-            interval, verdict = passed.as_record(), passed.verdict
+            interval = passed.as_record()
+            verdict = passed.claim_verdict if kind == "claim" else passed.verdict
             power = {"half_width": passed.half_width if math.isfinite(passed.half_width)
                      else None,
                      "underpowered": underpowered(passed, source_effect)}
+            replication.update(
+                replicates=passed.replicates, replicate_unit=str(replicate) or passed.unit,
+                refusal=passed.refusal, interval_verdict=passed.verdict,
+                replicates_needed=replicates_needed(passed, source_effect))
             passed = {"PASS": True, "FAIL": False}.get(verdict)
         else:
             if isinstance(passed, np.bool_):
@@ -348,13 +372,20 @@ class FigureWriter:
             if passed is None and not str(detail).strip():
                 raise ValueError("passed=None (N/A) needs a detail saying why")
             verdict = {True: "PASS", False: "FAIL", None: "N/A"}[passed]
+            refusal = bool_refusal(str(replicate), replicates) \
+                if kind == "claim" and passed is not None else ""
+            replication.update(replicates=replicates, refusal=refusal)
+            if refusal and passed is not None:
+                replication["interval_verdict"] = verdict
+                verdict, passed = "INCONCLUSIVE", None
         record = {
             "item_id": item_id, "claim": claim, "kind": kind, "verdict": verdict,
             "passed": passed, "detail": str(detail), "ours": ours, "source": source,
-            "interval": interval, "source_effect": source_effect, **power,
+            "interval": interval, "source_effect": source_effect, **power, **replication,
             "quote": str(quote),
             "chapter": self.chapter, "notebook": self.notebook, "profile": self.profile,
-            **_rehearsal_mark(), **git_info(), "timestamp_utc": utc_timestamp(),
+            **_rehearsal_mark(), **git_info(), "environment": compute_environment(),
+            "timestamp_utc": utc_timestamp(),
         }
         record = json.loads(json.dumps(record, default=_jsonable))  # normalise numpy etc.
         records = self.checks()
@@ -382,10 +413,13 @@ class FigureWriter:
                 f"is judged {passed.side} {passed.threshold}: use claim.judge(evidence)")
         return self.check(claim.item, claim.text, passed, kind=claim.kind, detail=detail,
                           quote=claim.quote, name_method=True,
-                          source_effect=claim.source_effect, **kwargs)
+                          source_effect=claim.source_effect, replicate=claim.replicate,
+                          null=claim.null, **kwargs)
 
     def record(self, claim: Claim, finding: Finding, **kwargs) -> dict:
         """Record ``finding`` (what a claim's function found) as ``claim``'s check."""
+        if finding.replicates is not None:
+            kwargs.setdefault("replicates", finding.replicates)
         return self.check_claim(claim, finding.evidence, detail=finding.detail,
                                 ours=finding.ours, **kwargs)
 

@@ -17,6 +17,9 @@ Every method that computes a key (`RunCache.key`, ``path``, ``checkpoint_dir``, 
 is used: the one declared with `register_unit` (``"train"`` is `lalr_core.core.runs.units.
 train_unit`), else the one of the unit of that family running now in this process, else none
 (the key is then the parameters and version only, as a plain ``put`` stores it).
+
+Every unit computes at one fixed thread count (`lalr_core.core.runs.threads`), recorded in its
+entry, so its numbers do not depend on what the cache held or how many workers a sweep had.
 """
 
 from lalr_core.core.runs.cache import ACTIVE_CACHES, RunCache, active_cache, cached
@@ -28,6 +31,12 @@ from lalr_core.core.runs.executors import (
                                            resolve_executor,
                                            sweep,
                                            task_resources,
+)
+from lalr_core.core.runs.threads import (
+                                           RUN_THREADS_ENV,
+                                           entry_matches,
+                                           fixed_threads,
+                                           run_threads,
 )
 from lalr_core.core.runs.keys import (
                                            FAMILIES,
@@ -43,7 +52,7 @@ from lalr_core.core.runs.keys import (
                                            unit_modules,
 )
 
-__all__ = ["ACTIVE_CACHES", "EXECUTORS", "EXECUTOR_ENV", "FAMILIES", "HASH_LEN", "META_FILE",
+__all__ = ["RUN_THREADS_ENV", "entry_matches", "fixed_threads", "run_threads", "ACTIVE_CACHES", "EXECUTORS", "EXECUTOR_ENV", "FAMILIES", "HASH_LEN", "META_FILE",
            "RESULT_FILE", "ROOT_ENV", "LocalExecutor", "RayExecutor", "RunCache",
            "active_cache", "cached", "canonical_params", "family_unit", "param_hash",
            "register_unit", "resolve_executor", "sweep", "task_resources", "unit_fingerprint",

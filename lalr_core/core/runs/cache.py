@@ -42,6 +42,7 @@ from lalr_core.core.runs.keys import (
     unit_modules,
 )
 from lalr_core.core.runs.locks import unit_lock
+from lalr_core.core.runs.threads import entry_matches, fixed_threads, run_threads
 
 # ---------------------------------------------------------------- file helpers
 
@@ -160,6 +161,9 @@ class RunCache:
         if not entry.is_dir():
             return False, None
         try:
+            meta = json.loads((entry / META_FILE).read_text(encoding="utf-8"))
+            if not entry_matches(meta):  # computed at another thread count: another run
+                return False, None
             return True, pickle.loads(housekeeping.verified_result(entry))
         except Exception as exc:  # noqa: BLE001 - any failure to read back: recompute
             self._move_aside(entry, exc)
@@ -187,7 +191,7 @@ class RunCache:
         return self._put(self._unit(name, params, fn), params, result, wall_time_s)
 
     def _put(self, unit: UnitKey, params: Mapping, result: Any,
-             wall_time_s: float | None) -> pathlib.Path:
+             wall_time_s: float | None, threads: int | None = None) -> pathlib.Path:
         params_json = canonical_params(params)
         key, name_dir = unit.key, self.root / unit.name
         data = pickle.dumps(_to_cpu(result), protocol=pickle.HIGHEST_PROTOCOL)
@@ -200,6 +204,7 @@ class RunCache:
             "result_sha256": hashlib.sha256(data).hexdigest(), "result_bytes": len(data),
             "created": datetime.datetime.now(datetime.UTC).isoformat(),
             "wall_time_s": None if wall_time_s is None else float(wall_time_s),
+            "run_threads": run_threads() if threads is None else int(threads),
             "provenance": _provenance(),
         }
         name_dir.mkdir(parents=True, exist_ok=True)
@@ -358,9 +363,11 @@ def cached(fn: Callable[[dict], Any], params: Mapping, *, name: str,
             if hit:
                 return result
         start = time.perf_counter()
-        with running_unit(name, fn):  # a checkpoint_dir(name, params) inside gets this key
+        # at the fixed thread count, whatever this process's (see `threads`)
+        with running_unit(name, fn), fixed_threads() as threads:
             result = fn(dict(params))
-        cache._put(unit, params, result, wall_time_s=time.perf_counter() - start)
+        cache._put(unit, params, result, wall_time_s=time.perf_counter() - start,
+                   threads=threads)
     return result
 
 

@@ -141,8 +141,8 @@ def toy_dir(tmp_path):
     made = out.savefig(fig, "figZA")["json"]  # under an id built at run time: found by time
     plt.close(fig)
     out.save_table(pd.DataFrame({"a": [1, 2]}), "tabY")
-    out.check("figX", "goes up", True, kind="claim")
-    out.check("figX", "goes down", False, kind="claim")
+    out.check("figX", "goes up", True, kind="claim", replicates=3)
+    out.check("figX", "goes down", False, kind="claim", replicates=3)
     out.check("tabY", "has two rows", True, kind="sanity")
     made = json.loads(made.read_text())["timestamp_utc"]  # to the second
     nb = nbformat.v4.new_notebook(cells=[

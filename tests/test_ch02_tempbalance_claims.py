@@ -3,6 +3,8 @@ synthetic run tables and alpha vectors, no training (harness: tests/claim_cases.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -35,11 +37,15 @@ def _table(cells) -> pd.DataFrame:
 
 
 # ----------------------------------------------------------------------------- fig 1.3
-def _fig13(trained_alpha):
-    fits = {(w, r): {"alpha": a} for r in ("median", "ks")
-            for w, a in (("init", 4.0), ("trained", trained_alpha))}
+INIT_ALPHAS = [4.0, 4.2, 3.8, 4.1, 3.9]     # the null: five networks at initialisation
+
+
+def _fig13(trained_alphas, init_alphas=INIT_ALPHAS):
+    """One alpha per trained seed (both rules alike) against the initial networks."""
+    alphas = {(w, r): a for r in ("median", "ks")
+              for w, a in (("init", init_alphas), ("trained", trained_alphas))}
     lam = np.linspace(0.1, 1.0, 50)
-    return findings.fig13(fits, lam, 3 * lam, (0.1, 1.0)).findings["fig1.3-alpha"]
+    return findings.fig13(alphas, lam, 3 * lam, (0.1, 1.0)).findings["fig1.3-alpha"]
 
 
 # ----------------------------------------------------------------------------- fig 2.1
@@ -91,20 +97,42 @@ def _neg(cid, d):
 
 # ----------------------------------------------------------------------------- fig 2.6 / T-001-c
 RNG = np.random.default_rng(3)
-EXPONENTIAL = 2 + RNG.exponential(1.5, 150)
-LEFT_SKEWED = 10 - RNG.exponential(1.5, 150)
-SYMMETRIC = np.linspace(2, 5, 9)
-NORMAL = RNG.normal(4, 0.5, 300)
+LAYERS = 40      # alphas per run (one seed)
 
 
-def _fig26(cid, alphas):
-    return findings.fig26({"r18": alphas, "r34": alphas}).findings[cid]
+def _runs(draw, seeds=3, stream=100):
+    """seed -> one run's layer alphas, ``draw(rng)`` per seed (independent runs)."""
+    return {k: draw(np.random.default_rng(stream + k)) for k in range(seeds)}
 
 
-def _t001c(share):
-    s = pd.Series({("r18", "median"): share, ("r18", "ks"): 0.9, ("r34", "median"): share,
-                   ("r34", "ks"): 0.9}).rename_axis(["model", "rule"])
-    return findings.t001c(s).findings["T-001-c"]
+def EXPONENTIAL(seeds=3, stream=100):
+    return _runs(lambda g: 2 + g.exponential(1.5, LAYERS), seeds, stream)
+
+
+def LEFT_SKEWED(seeds=3):
+    return _runs(lambda g: 10 - g.exponential(1.5, LAYERS), seeds)
+
+
+def NORMAL(seeds=3):
+    return _runs(lambda g: g.normal(4, 0.5, LAYERS), seeds)
+
+
+def _fig26(cid, final, init=NORMAL):
+    """Both models: ``final`` seeds' final-epoch alphas, ``init`` their epoch-0 alphas."""
+    f = final()
+    i = init(len(f))
+    return findings.fig26({"r18": f, "r34": f}, {"r18": i, "r34": i}).findings[cid]
+
+
+def _t001c(last_share, seeds=3, init_share=0.9):
+    """Per-seed shares: every seed ends at ``last_share`` on the median rule (a list: one per
+    seed), at ``init_share`` at epoch 0; the KS rule at 0.9 throughout."""
+    last = np.broadcast_to(last_share, seeds)
+    rows = [{"model": m, "seed": k, "rule": r, "epoch": e,
+             "share_2_6": (init_share if e == 0 else last[k]) if r == "median" else 0.9}
+            for m in ("r18", "r34") for k in range(seeds) for r in ("median", "ks")
+            for e in (0, 12)]
+    return findings.t001c(pd.DataFrame(rows)).findings["T-001-c"]
 
 
 # ----------------------------------------------------------------------------- T-001-a
@@ -137,7 +165,9 @@ def _cases(make, up, down, noise=None):
 
 
 CASES = {
-    "fig1.3-alpha": {"PASS": lambda: _fig13(2.5), "FAIL": lambda: _fig13(5.0)},
+    "fig1.3-alpha": {"PASS": lambda: _fig13([2.5, 2.6, 2.4]),
+                     "FAIL": lambda: _fig13([5.0, 5.1, 4.9]),
+                     "INCONCLUSIVE": lambda: _fig13([2.5])},     # one trained seed
     "fig2.1-deep-gain": _cases(lambda d: _fig21("fig2.1-deep-gain", _grid(d, ZERO)),
                                UP, DOWN, NOISE),
     "fig2.1-deep-vs-shallow": _cases(
@@ -152,10 +182,11 @@ CASES = {
     "T-001-b-test": _cases(lambda d: _neg("T-001-b-test", d), DOWN, UP, NOISE),
     "fig2.5-softmax-test": _cases(lambda d: _neg("fig2.5-softmax-test", d), DOWN, UP, NOISE),
     "fig2.6-skew": _cases(lambda a: _fig26("fig2.6-skew", a), EXPONENTIAL, LEFT_SKEWED,
-                          SYMMETRIC),
+                          lambda: EXPONENTIAL(1)),                 # one seed: 1 replicate
     "fig2.6-loglik": _cases(lambda a: _fig26("fig2.6-loglik", a), EXPONENTIAL, NORMAL,
-                            SYMMETRIC),
-    "T-001-c": {"PASS": lambda: _t001c(0.2), "FAIL": lambda: _t001c(0.8)},
+                            lambda: EXPONENTIAL(1)),
+    "T-001-c": {"PASS": lambda: _t001c(0.2), "FAIL": lambda: _t001c([0.2, 0.8, 0.2]),
+                "INCONCLUSIVE": lambda: _t001c(0.2, seeds=1)},
     **{cid: _cases(lambda d, cid=cid: _powers(cid, d),
                    UP if findings.POWER_CLAIMS[cid][3] == "greater" else DOWN,
                    DOWN if findings.POWER_CLAIMS[cid][3] == "greater" else UP, NOISE)
@@ -179,8 +210,69 @@ def test_the_source_effect_of_t001a_is_the_smaller_of_the_sources_two_gains():
 
 
 def test_fig26_evidence_is_judged_on_both_models():
-    one = findings.fig26({"r18": EXPONENTIAL, "r34": LEFT_SKEWED})
+    init = NORMAL()
+    one = findings.fig26({"r18": EXPONENTIAL(), "r34": LEFT_SKEWED()},
+                         {"r18": init, "r34": init})
     assert one.findings["fig2.6-skew"].verdict == "FAIL"
+
+
+@pytest.mark.parametrize("cid", ["fig2.6-skew", "fig2.6-loglik"])
+def test_fig26_does_not_pass_on_its_null_the_same_runs_at_initialisation(cid):
+    """Exponential-like alphas already at epoch 0 (as the median-rule alphas of an initial
+    ResNet are): the shape did not emerge with training, so the claim does not PASS."""
+    f = _fig26(cid, EXPONENTIAL, init=lambda n: EXPONENTIAL(n, stream=200))
+    assert f.evidence.claim_verdict != "PASS"
+    stat = findings.skewness if cid == "fig2.6-skew" else findings.mean_loglik_ratio
+    parts = findings.per_seed_evidence(EXPONENTIAL(), EXPONENTIAL(stream=200), stat)
+    assert parts["final"].claim_verdict == "PASS"        # the normal null alone would pass it
+    assert parts["final - init"].claim_verdict == "INCONCLUSIVE"
+    assert parts["final"].replicates == 3 and parts["final"].unit == "seed"
+
+
+def test_fig26_statistics_are_one_value_per_seed():
+    runs = EXPONENTIAL()
+    from scipy import stats
+    parts = findings.per_seed_evidence(runs, NORMAL(), findings.skewness)
+    want = [stats.skew(a) for a in runs.values()]
+    assert parts["final"].estimate == pytest.approx(np.mean(want)) and parts["final"].n == 3
+    assert math.isnan(findings.skewness([1.0, 1.0, 1.0]))
+    assert math.isnan(findings.mean_loglik_ratio([2.0, 3.0]))
+    # an exponential sample fits an exponential better than a normal; a normal one does not
+    assert findings.mean_loglik_ratio(2 + RNG.exponential(1.0, 400)) > 0
+    assert findings.mean_loglik_ratio(RNG.normal(4, 0.5, 400)) < 0
+
+
+def test_init_null_difference_is_welch_over_trained_seeds():
+    from scipy import stats
+    t, i = np.array([2.5, 2.7, 2.3]), np.array(INIT_ALPHAS)
+    e = findings.init_null_difference(t, i)
+    vt, vi = t.var(ddof=1) / 3, i.var(ddof=1) / 5
+    df = (vt + vi) ** 2 / (vt ** 2 / 2 + vi ** 2 / 4)
+    half = stats.t.ppf(0.975, df) * math.sqrt(vt + vi)
+    assert (e.estimate, e.high - e.estimate) == pytest.approx((t.mean() - i.mean(), half))
+    assert e.side == "less" and e.unit == "seed" and e.replicates == 3
+    assert e.claim_verdict == "PASS"
+    one = findings.init_null_difference([2.5], i)        # one trained seed: a prediction interval
+    half1 = stats.t.ppf(0.975, 4) * i.std(ddof=1) * math.sqrt(1 + 1 / 5)
+    assert one.high - one.estimate == pytest.approx(half1)
+    assert one.verdict == "PASS" and one.replicates == 1 and one.claim_verdict == "INCONCLUSIVE"
+    assert findings.init_null_difference([2.5], [4.0]).verdict == "INCONCLUSIVE"   # no spread
+    assert findings.init_null_difference([np.nan], i).n == 0
+
+
+def test_fig13_claim_counts_the_trained_seeds_not_the_initial_networks():
+    f = _fig13([2.5])
+    assert f.evidence.replicates == 1 and f.evidence.n == 1
+    assert "median rule" in f.detail and "ks rule" in f.detail
+
+
+def test_t001c_holds_per_seed_and_reports_initialisation():
+    f = _t001c([0.2, 0.3, 0.1], init_share=1.0)
+    assert f.evidence is True and f.replicates == 3
+    assert f.ours["epoch 0"]["r18/median"] == {"0": 1.0, "1": 1.0, "2": 1.0}
+    assert f.ours["last epoch"]["r34/median"]["1"] == 0.3
+    assert "3 of 3 seeds" in f.detail
+    assert _t001c([0.2, 0.6, 0.2]).evidence is False      # one seed with most layers inside
 
 
 def test_sanity_findings_hold_on_their_own_inputs():

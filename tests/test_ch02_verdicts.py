@@ -223,3 +223,21 @@ def test_train_contrast_over_seeds_names_no_test_set():
     sel = lambda a: {"model": "r18", "width": 1.0, "allocation": a}
     e = tb.contrast(t, "train_acc", [sel("alpha")], [sel("baseline")], n_train=1000)
     assert e.n == 5 and e.n_test is None and "test examples" not in e.text()
+
+
+def test_a_one_seed_contrast_is_one_replicate_and_decides_no_claim():
+    """One seed's test images are one replicate (its bootstrap interval may exclude 0)."""
+    sel = lambda a: {"model": "r34", "width": 0.5, "allocation": a}
+    one = tb.contrast(_table(seeds=1), "test_acc", [sel("alpha")], [sel("baseline")])
+    assert one.replicates == 1 and one.claim_verdict == "INCONCLUSIVE" and one.refusal
+    five = tb.contrast(_table(), "test_acc", [sel("alpha")], [sel("baseline")])
+    assert five.replicates == 5 and not five.refusal
+
+
+def test_the_quick_profile_replicates_of_each_claim_family():
+    """Accuracy and CKA claims: 5 seeds; fig 2.6 / T-001-c: 3 seeds; fig 1.3: 1 trained MLP
+    (INCONCLUSIVE by the replicate rule) against 5 untrained ones (no training)."""
+    q = chapter_settings("02", "quick")
+    assert (q.seeds, q.dist_seeds, q.esd_seeds, q.esd_init_seeds) == (5, 3, 1, 5)
+    fig13 = tb.section_runs(q)["fig1.3"][0]
+    assert [c.seed for c in fig13] == list(range(q.esd_seeds))

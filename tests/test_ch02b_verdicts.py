@@ -202,3 +202,36 @@ def test_every_quote_is_the_sources_own_wording():
     text = re.sub(r"\s+", " ", SEED_TEXT.read_text(encoding="utf-8"))
     for key, quote in px.QUOTES.items():
         assert re.sub(r"\s+", " ", quote) in text, key
+
+
+# ----------------------------------------------------------------------------- replicates
+def test_gains_pair_seeds_and_count_pretrainings_as_replicates():
+    def seed_rows(k, acc, pre):
+        c = curve([(0.3, 0.6, 0.6), (0.5, 0.2, 0.6)], seed=10 * k).assign(seed=k,
+                                                                           pretrain_seed=pre)
+        r = pd.DataFrame([row("alpha", "direct", 0.5, 0.4, correct(acc, 50 + k))]).assign(
+            seed=k, pretrain_seed=pre)
+        return c, r
+    own = [seed_rows(k, 0.7 + 0.01 * k, k) for k in range(3)]
+    c, r = (pd.concat(x, ignore_index=True) for x in zip(*own))
+    a, b, _ = px.matched_uniform(r, c)
+    assert a.shape == b.shape == (3, N) and px.seeds_of(r) == (0, 1, 2)
+    e, _ = px.versus_uniform(r, c)
+    assert e.n == 3 and e.replicates == 3 and "3 seeds" in e.method
+    shared = c.assign(pretrain_seed=0), r.assign(pretrain_seed=0)    # one pretraining
+    e1, _ = px.versus_uniform(shared[1], shared[0])
+    assert e1.n == 3 and e1.replicates == 1 and e1.claim_verdict == "INCONCLUSIVE"
+    assert px.pipelines(r.drop(columns="pretrain_seed")) == 3        # no column: the seeds
+    assert px.all_of([e, e1]).replicates == 1
+
+
+def test_run_table_names_the_pretraining_seed():
+    s = chapter_settings("02b", "smoke")
+    table = (pd.DataFrame({"entropy": [1.0, 2.0]}, index=["a", "b"]), {"a": 9, "b": 9})
+    spec = px.finetune_spec(s, "x", "densenet", "traditional", table, px.UNIFORM, 0.5,
+                            "direct", 1, seed=7)
+    res = {"final": {"test_acc": 0.5, "train_acc": 0.5}, "diverged": False,
+           "test_correct": [True], "callbacks": {"pruned_start": {"sparsity": {
+               "params": 0.5, "channels": 0.5}}}}
+    t = px.run_table([spec], [res], remaining_fn=None)
+    assert t["seed"].tolist() == [7] and t["pretrain_seed"].tolist() == [s.seed]

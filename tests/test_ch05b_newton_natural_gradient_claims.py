@@ -28,11 +28,14 @@ def e9(gd, gn):
                          np.array([-398.0, 200.0]), budget=40_000)
 
 
-def e10(rho=0.95, falls=True, relu=(0.79, 0.05, 0.005, 6e-4, 8e-3, 6e-3)):
-    runs = {a: {"rel": np.asarray(relu if a == "relu" else (0.7, 0.04, 1e-4)),
-                "h_min": np.array([-1.0])} for a in ("tanh", "relu")}
-    numbers = {"rho": rho, "tanh_falls": falls, "g_psd": True, "h_indefinite": True,
-               "g_min": -1e-14}
+def e10(rho=0.95, falls=True, relu=(0.79, 0.05, 0.005, 6e-4, 8e-3, 6e-3), seeds: int = 3):
+    """E10 on ``seeds`` independently seeded networks (one: a single replicate)."""
+    runs = [{a: {"rel": np.asarray(relu if a == "relu" else (0.7, 0.04, 1e-4)) * (1 + 0.1 * s),
+                 "h_min": np.array([-1.0])} for a in ("tanh", "relu")} for s in range(seeds)]
+    numbers = [{"rho": rho, "tanh_falls": falls, "g_psd": True, "h_indefinite": True,
+                "g_min": -1e-14} for _ in range(seeds)]
+    if seeds == 1:
+        return F.e10_findings(runs[0], numbers[0])
     return F.e10_findings(runs, numbers)
 
 
@@ -61,9 +64,10 @@ def e15(epochs_diff=-UP, steps_diff=-UP):
 CASES = {
     "E9-output-space": {"PASS": lambda: e9(13_255, 2).output_space,
                         "FAIL": lambda: e9(100, 2).output_space},
-    "E10-tanh": {"PASS": lambda: e10().tanh, "FAIL": lambda: e10(rho=0.3).tanh},
+    "E10-tanh": {"PASS": lambda: e10().tanh, "FAIL": lambda: e10(rho=0.3).tanh,
+                 "INCONCLUSIVE": lambda: e10(seeds=1).tanh},
     "E10-relu": {"PASS": lambda: e10(relu=(1e-14, 3e-15, 2e-15)).relu,
-                 "FAIL": lambda: e10().relu},
+                 "FAIL": lambda: e10().relu, "INCONCLUSIVE": lambda: e10(seeds=1).relu},
     "E11-probit": {"PASS": lambda: e11(4, None).probit, "FAIL": lambda: e11(50, 300).probit},
     "E12-saddle": {"PASS": lambda: e12().saddle,
                    "FAIL": lambda: e12(newton_end=(0.0, 1.414), newton_index=0).saddle},

@@ -215,10 +215,10 @@ def test_save_table_keeps_a_named_index(writer):
 # ----------------------------------------------------------------------------- checks
 def test_check_records_dedups_and_never_raises_on_fail(writer):
     r1 = writer.check("fig3.11", "psi tracks 1/sqrt(t)", False, kind="claim", detail="12% off",
-                      ours=np.float64(0.11), source=0.1)
+                      ours=np.float64(0.11), source=0.1, replicates=3)
     assert r1["verdict"] == "FAIL" and r1["ours"] == 0.11
     writer.check("fig3.11", "psi tracks 1/sqrt(t)", np.bool_(True), kind="claim", ours=0.1,
-                 source=0.1)
+                 source=0.1, replicates=3)
     writer.check("fig3.7A", "spikes at LR drops", None, kind="claim",
                  detail="no LR schedule at smoke")
     records = writer.checks()
@@ -242,8 +242,8 @@ def test_build_report_lists_present_missing_and_counts(tmp_path, writer, small_f
                                                   ("table9", "table")])
     writer.savefig(small_fig, "fig3.11")
     writer.check("fig3.11", "psi tracks 1/sqrt(t)", True, kind="claim", detail="within 5%",
-                 ours=0.1, source=0.1)
-    writer.check("fig3.11", "second claim", False, kind="claim", detail="off")
+                 ours=0.1, source=0.1, replicates=3)
+    writer.check("fig3.11", "second claim", False, kind="claim", detail="off", replicates=3)
     writer.check("figX", "extra claim", None, kind="claim", detail="data missing")
     writer.check("table9", "rows sum to one", True, kind="sanity")
     (tmp_path / "smoke" / "timings.json").write_text(

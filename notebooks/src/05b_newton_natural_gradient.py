@@ -131,6 +131,10 @@ out.record(CLAIMS["E9-counts"], R9.counts,
 # direction:** $H=G$, i.e. the relative difference below $10^{-6}$ at every checkpoint
 # (round-off is ~$10^{-15}$). We expect it to fail: $H\neq G$ wherever the residuals are
 # nonzero, though the difference shrinks with the residuals, as the decomposition says.
+# *Replicates:* both claim tests rest on one network per activation (seed 0, its own 32 random
+# samples): one independent replicate, so their verdicts are recorded INCONCLUSIVE (a verdict
+# needs >= 3 seeds); the numbers are kept. E9, E11 (a fixed sample, seed 0) and E12 are
+# deterministic computations from fixed starts with full steps: one run decides them.
 
 # %%
 E10 = ch05b.e10_runs()

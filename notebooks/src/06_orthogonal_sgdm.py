@@ -340,7 +340,9 @@ grid.round(2)
 # the standard torchvision recipe). Without ImageNet it says so and draws the reduced analogue: the full 60k Fashion-MNIST, one epoch,
 # BasicCNN-FM, batch 1024, validation accuracy every few steps, one seed. *Check:* the Orth curve
 # is above SGDM's at most evaluation points (each point: the conservative normal interval of two
-# accuracies on the `f57_n_val` validation images; ImageNet: its 50,000).
+# accuracies on the `f57_n_val` validation images; ImageNet: its 50,000). With one run per
+# optimiser that is one replicate, so the record is INCONCLUSIVE at every profile (it says how
+# many replicates it had); `fx.fig57` takes `[seeds, points]` curves where more seeds are run.
 
 # %% tags=["runs:fig5.7"]
 from lalr_core.chapters.ch06_orthogonal_sgdm import imagenet

@@ -230,7 +230,8 @@ def test_chapter_04_finishes_when_its_sgdm_run_diverges(tmp_path):
         by_item.setdefault(c["item_id"], []).append(c)
     for item in ("fig3.7A", "fig3.12A", "fig3.17A", "fig3.18", "extra_layer_psi"):
         assert {c["verdict"] for c in by_item[item]} == {"N/A"}, item
-    na = [c for c in checks if c["verdict"] == "N/A"]
-    assert all("the SGDM run diverged at step" in c["detail"] for c in na)
+    # every N/A is the divergence's, but those the smoke window cannot show on any run
+    na = [c for c in checks if c["verdict"] == "N/A" and "cannot show the claim" not in c["detail"]]
+    assert na and all("the SGDM run diverged at step" in c["detail"] for c in na)
     for item in ("fig3.7B", "fig3.17B", "fig3.10"):  # Adam's own checks and the simulations
         assert "N/A" not in {c["verdict"] for c in by_item[item]}, item

@@ -25,6 +25,7 @@ Accuracies are in percentage points, losses in nats (millinats where stated).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -90,9 +91,10 @@ class Item:
 
 
 def _item(cid: str, evidence, parts: Mapping[str, Evidence], detail: str, digits: int = 2,
-          **numbers) -> Item:
+          replicates: int | None = None, **numbers) -> Item:
     ours = {**texts(parts, digits), **numbers} if parts or numbers else None
-    return Item(cid, Finding(evidence, ours=ours, detail=detail), dict(parts), numbers)
+    return Item(cid, Finding(evidence, ours=ours, detail=detail, replicates=replicates),
+                dict(parts), numbers)
 
 
 def claim_of(cid: str):
@@ -103,6 +105,38 @@ def claim_of(cid: str):
 def _judged(cid: str, ev: Evidence) -> Evidence:
     """``ev`` judged against claim ``cid``'s threshold and side."""
     return claim_of(cid).judge(ev)
+
+
+def counted_once(item: Item, reference: Item, same: Mapping[str, str]) -> Item:
+    """``item`` recorded N/A, pointing to ``reference``, when the comparison that FAILs it is
+    the one that FAILs ``reference`` (one verdict counted once, not once per claim that reads
+    it): both FAIL, and every FAILing part of ``item`` is named in ``same`` (``item``'s part ->
+    ``reference``'s part: the same arms, task and seeds) with that part of ``reference``
+    FAILing too. Otherwise (a FAIL of its own: another part, a failed requirement) ``item``
+    unchanged. The N/A keeps ``item``'s numbers."""
+    if item.verdict != "FAIL" or reference.verdict != "FAIL" or \
+            not isinstance(item.finding.evidence, Evidence):
+        return item
+    failing = [k for k, e in item.parts.items() if e.verdict == "FAIL"]
+    shared = [same.get(k) for k in failing]
+    if not failing or any(r is None or r not in reference.parts or
+                          reference.parts[r].verdict != "FAIL" for r in shared):
+        return item
+    detail = (f"decided by {reference.claim}'s interval{'s' if len(set(shared)) > 1 else ''} "
+              f"{', '.join(dict.fromkeys(shared))} (the same comparison): counted once there; "
+              f"this claim's own parts are shown ({item.finding.detail})")
+    return Item(item.claim, Finding(None, ours=item.finding.ours, detail=detail), item.parts,
+                item.numbers)
+
+
+def with_cause(item: Item, parts: Sequence[str], cause: str) -> Item:
+    """``item`` with ``cause`` (what the chapter measured about why) added to its detail when
+    it FAILs on one of ``parts``; otherwise unchanged."""
+    if item.verdict != "FAIL" or not any(
+            item.parts.get(k) is not None and item.parts[k].verdict == "FAIL" for k in parts):
+        return item
+    return dataclasses.replace(item, finding=dataclasses.replace(
+        item.finding, detail=f"{item.finding.detail}; {cause}"))
 
 
 # ----------------------------------------------------------------------------- X-L2, X-L4
@@ -138,9 +172,11 @@ def lc2(rec: ByTask, u: ByTask, parameters: Mapping[str, int]) -> Item:
     same = len(set(parameters.values())) == 1
     counts = (f"{next(iter(parameters.values()))} in every run" if same
               else f"differ: {sorted(set(parameters.values()))}")
+    # a differing count is an exact count over every run: its FAIL counts those runs
     return _item("L-C2", requirement(gain.finding.evidence, same), gain.parts,
-                 "parameter count equal in every run (required) and accuracy above U on "
-                 "every task", parameters=counts)
+                 "parameter count equal in every run (required, an exact count) and accuracy "
+                 "above U on every task", replicates=None if same else len(parameters),
+                 parameters=counts)
 
 
 def lc17(rec: ByTask, u: ByTask) -> Item:
@@ -316,12 +352,16 @@ def lc13(summary: pd.DataFrame, shrink_falsifies: float) -> Item:
                  f"{100 * shrink_falsifies:.0f} %", **numbers)
 
 
-def lc7(table: pd.DataFrame, r_max: float) -> Item:
+def lc7(table: pd.DataFrame, r_max: float, replicates: int | None = None) -> Item:
     """L-C7 (a measurement): r = t_metrics / t_epoch below ``r_max`` at every measured
-    configuration (`overhead.overhead_table`: ``n_blocks, n_train, r``)."""
+    configuration (`overhead.overhead_table`: ``n_blocks, n_train, r``). ``replicates``: the
+    independent timed repeats the bool holds in (every one, not their median); None when
+    ``table`` holds medians (then the record is INCONCLUSIVE: `claims.CLAIMS`' L-C7)."""
     bad = table[~(table["r"] < r_max)]
     return _item("L-C7", bool(bad.empty and len(table)), {},
-                 f"r < {r_max:g} at every measured configuration",
+                 f"r < {r_max:g} at every measured configuration"
+                 + ("" if replicates else " (of the medians of the timed repeats: not "
+                    "declared to hold in every repeat)"), replicates=replicates,
                  r_range=f"{table['r'].min():.3g}-{table['r'].max():.3g}",
                  failing=[f"{int(b)} blocks, {int(n)} seq." for b, n in
                           zip(bad["n_blocks"], bad["n_train"])])
@@ -350,13 +390,17 @@ def lc25(rec: Runs, u: Runs) -> Item:
                  "points per epoch, paired by seed")
 
 
-def lc20(runs: Runs) -> Item:
+def lc20(runs: Runs, seeds: int | None = None) -> Item:
     """L-C20: Spearman's rho between an epoch's change of the block gap and of validation
     accuracy over the epochs of each run (U's and LALR-REC's), mean of the runs' rho < 0
-    (t interval over runs)."""
+    (t interval over runs). ``seeds``: the independent seeds behind ``runs`` where each seed
+    gives several runs (U's and LALR-REC's of one seed share the pretraining and the head's
+    initialisation: they count once, `claims.CLAIMS`' L-C20); None: one run per seed."""
     groups = [(p["d_gap"], p["d_val_acc"])
               for p in (mech.gap_accuracy_pairs([r]) for r in runs)]
     ev = rank_by_run(groups, "L-C20")
+    if seeds is not None:
+        ev = dataclasses.replace(ev, replicates=min(seeds, ev.n))
     return _item("L-C20", ev, {"Spearman(dG, d validation accuracy)": ev},
                  "per-epoch changes pooled over U's and LALR-REC's runs, bootstrap by run", 3)
 
@@ -439,12 +483,16 @@ def lc18(gain_u: Mapping[str, Evidence], shifts: Item) -> Item:
 def e14(cid: str, table: pd.DataFrame, column: str, target: float = 0.5,
         tolerance: float = 0.03) -> Item:
     """E14: the log-log slope ``column`` of every learning rate without weight decay
-    (``table``: ``lr, wd, <column>``) within ``tolerance`` of ``target``."""
+    (``table``: ``lr, wd, <column>``, and ``seed`` where several SGD runs were made) within
+    ``tolerance`` of ``target`` in every seed; the bool holds over the table's seeds (1
+    without a ``seed`` column: INCONCLUSIVE under the replicate rule)."""
     no_wd = table[table["wd"] == 0]
     ok = bool(len(no_wd) and ((no_wd[column] - target).abs() <= tolerance).all())
-    return _item(cid, ok, {}, f"slope {target:g} +- {tolerance:g} at every lr",
-                 **{f"lr {r.lr:g}": f"slope {getattr(r, column):.3f}"
-                    for r in no_wd.itertuples()})
+    seeds = int(table["seed"].nunique()) if "seed" in table else 1
+    shown = {f"lr {lr:g}": "slope " + ", ".join(f"{v:.3f}" for v in grp[column])
+             for lr, grp in no_wd.groupby("lr")}
+    return _item(cid, ok, {}, f"slope {target:g} +- {tolerance:g} at every lr, in every one "
+                 f"of {seeds} SGD seed{'s' if seeds > 1 else ''}", replicates=seeds, **shown)
 
 
 # ----------------------------------------------------------------------------- X-L18

@@ -6,7 +6,12 @@ The notebook computes the inputs (run tables, fitted alphas, CKA summaries) and 
 finding with ``out.record(CLAIMS[id], finding)``; the tests build small synthetic inputs on which
 every claim test gives PASS, FAIL and INCONCLUSIVE. Accuracy contrasts are
 `lalr_core.chapters.ch02_tempbalance.verdicts.contrast` (paired by seed; one seed: the paired
-bootstrap over the test examples).
+bootstrap over the test examples, one replicate, so it decides no claim test).
+
+The replicate of every claim test is a seed (every run is its own pipeline). Statistics over
+a run's layers (fig 2.6's skewness and log-likelihood ratio, T-001-c's share in [2, 6]) are
+computed once per seed and judged over the seeds; fig 1.3's trained alpha is judged against
+the same MLP at initialisation over seeds of its own (`init_null_difference`).
 """
 
 from __future__ import annotations
@@ -29,7 +34,12 @@ from lalr_core.chapters.ch02_tempbalance.verdicts import (
     unit_evidence,
 )
 from lalr_core.core.results.claims import Finding, ItemFindings
-from lalr_core.core.results.evidence import CONFIDENCE, Evidence, mean_interval
+from lalr_core.core.results.evidence import (
+    CONFIDENCE,
+    Evidence,
+    mean_interval,
+    paired_difference,
+)
 from lalr_core.methods.layer_lr.tempbalance import allocate
 
 
@@ -44,23 +54,65 @@ def _conjunction(claim_id: str, parts: Mapping[str, Evidence], ours=None) -> Fin
 
 
 # ----------------------------------------------------------------------------- fig 1.3
-def fig13(fits: Mapping[tuple[str, str], Mapping], lam_init, lam_trained,
+def init_null_difference(trained: Sequence[float], init: Sequence[float], *,
+                         threshold: float = 0.0, side: str = "less") -> Evidence:
+    """Evidence on ``mean(trained) - mean(init)``: a statistic of networks trained from ``k``
+    seeds of their own against the same architecture at initialisation over ``m`` other seeds
+    (the null: no training).
+
+    ``k >= 2``: Welch's t interval (Welch-Satterthwaite degrees of freedom). ``k = 1``: the
+    95 % prediction interval of one network drawn like the initial ones, ``t_{m-1} s_init
+    sqrt(1 + 1/m)``, around the difference (it covers 0 where the trained value lies inside
+    the initial networks' spread); it rests on one replicate, so it decides no claim. The
+    replicates are the trained seeds (``unit="seed"``, ``n = k``); non-finite values are left
+    out; fewer than 2 initial networks, or no trained one: an infinite interval.
+    """
+    t, i = (np.asarray(x, float) for x in (trained, init))
+    t, i = t[np.isfinite(t)], i[np.isfinite(i)]
+    k, m = t.size, i.size
+    if k == 0 or m < 2:
+        return Evidence(math.nan, -math.inf, math.inf, threshold, side, k, None,
+                        f"{k} trained and {m} initial networks: no interval", unit="seed")
+    d = float(t.mean() - i.mean())
+    q = 0.5 + CONFIDENCE / 2
+    vi = float(i.var(ddof=1)) / m
+    if k == 1:
+        half = float(stats.t.ppf(q, m - 1)) * math.sqrt(vi * m * (1 + 1 / m))
+        how = (f"one trained seed against {m} networks at initialisation: the prediction "
+               "interval of one initial network")
+    else:
+        vt = float(t.var(ddof=1)) / k
+        if vt + vi == 0:
+            half = 0.0
+        else:
+            df = (vt + vi) ** 2 / (vt ** 2 / (k - 1) + vi ** 2 / (m - 1))
+            half = float(stats.t.ppf(q, df)) * math.sqrt(vt + vi)
+        how = f"{k} trained seeds against {m} networks at initialisation: Welch t"
+    return Evidence(d, d - half, d + half, threshold, side, k, None, how, unit="seed")
+
+
+def fig13(alphas: Mapping[tuple[str, str], Sequence[float]], lam_init, lam_trained,
           mp_edges: tuple[float, float]) -> ItemFindings:
-    """Fig 1.3: the power-law fits (``(when, rule) -> {"alpha": ...}``, when in init/trained,
-    rule in median/ks), the two ESDs and the Marchenko-Pastur edges of the initial weights."""
+    """Fig 1.3: the power-law alphas (``(when, rule) -> one alpha per network``, when
+    ``"trained"``: one per trained seed, ``"init"``: the null, the same MLP at initialisation
+    over seeds of their own; rule in median/ks), the shown seed's two ESDs and the
+    Marchenko-Pastur edges of its initial weights.
+
+    The claim test: alpha(trained) below alpha(init) under every rule
+    (`init_null_difference`, one part per rule); the sanity checks read the shown ESDs."""
     lam0, lam1 = np.asarray(lam_init, float), np.asarray(lam_trained, float)
     lo, hi = mp_edges
     inside = float(((lam0 >= lo * 0.95) & (lam0 <= hi * 1.05)).mean())
     grow = float(lam1.max() / lam0.max())
-    rules = sorted({r for _, r in fits})
-    heavier = all(fits[("trained", r)]["alpha"] < fits[("init", r)]["alpha"] for r in rules)
-    alphas = {f"{w}/{r}": round(float(v["alpha"]), 3) for (w, r), v in fits.items()}
+    rules = sorted({r for _, r in alphas})
+    parts = {f"{r} rule": init_null_difference(alphas[("trained", r)], alphas[("init", r)])
+             for r in rules}
+    ours = {f"{w}/{r}": [round(float(v), 3) for v in a] for (w, r), a in alphas.items()}
     return ItemFindings({
-        "fig1.3-alpha": Finding(bool(heavier), ours=alphas,
-                                detail="one run; the initialised layer is the control"),
+        "fig1.3-alpha": _conjunction("fig1.3-alpha", parts, ours=ours),
         "fig1.3-lambda-max": Finding(grow >= 1.5, ours=round(grow, 2)),
         "fig1.3-mp": Finding(inside >= 0.95, ours=round(inside, 3)),
-    }, {"alphas": alphas, "lambda_max_growth": grow, "share_inside_mp": inside})
+    }, {"alphas": ours, "lambda_max_growth": grow, "share_inside_mp": inside})
 
 
 # ----------------------------------------------------------------------------- fig 2.1
@@ -235,65 +287,89 @@ def fig25_training(neg: pd.DataFrame, *, n_train: int | None = None) -> ItemFind
 
 
 # ----------------------------------------------------------------------------- fig 2.6, T-001-c
-def skewness_evidence(alpha: Sequence[float]) -> Evidence:
-    """Evidence that ``alpha``'s skewness is > 0: the sample skewness with the normal-theory
-    interval ``z * sqrt(6 n (n - 1) / ((n - 2)(n + 1)(n + 3)))`` (the spread of a normal
-    sample's skewness, the null); n < 3: an infinite interval."""
+def _finite(alpha: Sequence[float]) -> np.ndarray:
     a = np.asarray(alpha, float)
-    a = a[np.isfinite(a)]
-    n = a.size
-    if n < 3 or np.ptp(a) == 0:
-        return Evidence(0.0 if n else math.nan, -math.inf, math.inf, 0.0, "greater", n, None,
-                        "too few distinct alphas for a skewness", unit="layer")
-    g = float(stats.skew(a))
-    se = math.sqrt(6 * n * (n - 1) / ((n - 2) * (n + 1) * (n + 3)))
-    z = float(stats.norm.ppf(0.5 + CONFIDENCE / 2))
-    return Evidence(g, g - z * se, g + z * se, 0.0, "greater", n, None,
-                    f"sample skewness of {n} alphas, interval from a normal sample's spread",
-                    unit="layer")
+    return a[np.isfinite(a)]
 
 
-def loglik_evidence(alpha: Sequence[float]) -> Evidence:
-    """Evidence that an exponential (on ``alpha - min alpha``) fits better than a normal:
-    Vuong's test, the t interval of the per-layer log-likelihood ratio
-    ``log f_exp(alpha_i - min) - log f_norm(alpha_i)`` (both by maximum likelihood; nats)."""
-    a = np.asarray(alpha, float)
-    a = a[np.isfinite(a)]
+def skewness(alpha: Sequence[float]) -> float:
+    """The sample skewness of one run's layer alphas (NaN: fewer than 3 distinct values)."""
+    a = _finite(alpha)
+    return float(stats.skew(a)) if a.size >= 3 and np.ptp(a) > 0 else math.nan
+
+
+def mean_loglik_ratio(alpha: Sequence[float]) -> float:
+    """Vuong's statistic on one run's layer alphas: the mean over layers of ``log f_exp(alpha_i
+    - min) - log f_norm(alpha_i)`` (both maximum likelihood; nats per layer; > 0: the shifted
+    exponential fits better). NaN: fewer than 3 distinct values."""
+    a = _finite(alpha)
     if a.size < 3 or np.ptp(a) == 0:
-        return Evidence(math.nan, -math.inf, math.inf, 0.0, "greater", int(a.size), None,
-                        "too few distinct alphas for the two fits", unit="layer")
+        return math.nan
     x = a - a.min()
-    llr = stats.expon.logpdf(x, scale=x.mean()) - stats.norm.logpdf(a, a.mean(), a.std())
-    e = mean_interval(llr, unit="layer")
-    return dataclasses.replace(e, method=f"Vuong: t over {a.size} per-layer log-likelihood "
-                                         "ratios, exponential minus normal")
+    return float(np.mean(stats.expon.logpdf(x, scale=x.mean())
+                         - stats.norm.logpdf(a, a.mean(), a.std())))
 
 
-def fig26(final_alphas: Mapping[str, Sequence[float]]) -> ItemFindings:
-    """Fig 2.6: per model (-> its pooled final-epoch alphas), right skew beyond a normal
-    sample's and an exponential beating a normal (Vuong); both models must show each."""
-    fits = {m: exp_vs_normal(a) for m, a in final_alphas.items()}
-    skew = {m: skewness_evidence(a) for m, a in final_alphas.items()}
-    llr = {m: loglik_evidence(a) for m, a in final_alphas.items()}
-    return ItemFindings({
-        "fig2.6-skew": _conjunction("fig2.6-skew", skew,
-                                    ours={m: round(e.estimate, 3) for m, e in skew.items()}),
-        "fig2.6-loglik": _conjunction(
-            "fig2.6-loglik", llr, ours={m: {"loglik_exp": round(f["loglik_exp"], 2),
-                                            "loglik_normal": round(f["loglik_normal"], 2)}
-                                        for m, f in fits.items()}),
-    }, {"fits": fits})
+def per_seed_evidence(final: Mapping, init: Mapping, statistic) -> dict[str, Evidence]:
+    """The two parts of a fig 2.6 claim on one model, one ``statistic`` per seed (the seed is
+    the replicate; the layers of one run are not independent): the statistic of the
+    final-epoch alphas > 0 (t over seeds: the normal-shape null), and final minus epoch 0 of
+    the same seed > 0 (paired t: the shape must emerge with training). ``final``, ``init``:
+    seed -> that run's layer alphas."""
+    seeds = sorted(final)
+    f = np.array([statistic(final[k]) for k in seeds])
+    i = np.array([statistic(init[k]) if k in init else math.nan for k in seeds])
+    return {"final": mean_interval(f), "final - init": paired_difference(f, i)}
 
 
-def t001c(shares: pd.Series) -> ItemFindings:
-    """T-001-c: ``shares`` indexed by (model, rule), the share of layers with alpha in [2, 6]
-    at the last epoch (mean over seeds); the median rule's share < 0.5 on every model."""
-    med = shares.xs("median", level="rule")
+def fig26(final_alphas: Mapping[str, Mapping], init_alphas: Mapping[str, Mapping]
+          ) -> ItemFindings:
+    """Fig 2.6: per model (-> seed -> that run's final-epoch alphas; ``init_alphas``: the same
+    runs' epoch-0 alphas), right skew and an exponential beating a normal (Vuong), each per
+    seed: above 0 over seeds and above the seed's own value at initialisation (paired). Every
+    part of both models must hold (`per_seed_evidence`)."""
+    out, ours = {}, {}
+    for cid, statistic, name in (("fig2.6-skew", skewness, "skewness"),
+                                 ("fig2.6-loglik", mean_loglik_ratio, "loglik ratio")):
+        parts = {}
+        for m in final_alphas:
+            for part, e in per_seed_evidence(final_alphas[m], init_alphas.get(m, {}),
+                                             statistic).items():
+                parts[f"{m}: {name} ({part})"] = e
+        per_seed = {f"{m}/{when}": {str(k): round(statistic(a), 3) for k, a in by.items()}
+                    for m in final_alphas
+                    for when, by in (("final", final_alphas[m]),
+                                     ("init", init_alphas.get(m, {})))}
+        out[cid] = _conjunction(cid, parts, ours=per_seed)
+        ours[name] = per_seed
+    pooled = {m: exp_vs_normal(np.concatenate([_finite(a) for a in by.values()]))
+              for m, by in final_alphas.items()}
+    return ItemFindings(out, {"per_seed": ours, "fits": pooled})
+
+
+def t001c(shares: pd.DataFrame) -> ItemFindings:
+    """T-001-c from ``shares``: rows ``model``, ``seed``, ``rule``, ``epoch``, ``share_2_6``
+    (each run's share of layers with alpha in [2, 6] per epoch; 0 = initialisation). The
+    claim, per seed: the median rule's share at that run's last epoch < 0.5, on every model;
+    it decides over the seeds (``replicates``: the fewest seeds of a model). The KS rule and
+    epoch 0 (the same runs at initialisation) are reported beside."""
+    last = shares[shares.epoch == shares.groupby(["model", "seed"]).epoch.transform("max")]
+    first = shares[shares.epoch == 0]
+    med = last[last.rule == "median"]
+    holds = med.assign(ok=med.share_2_6 < 0.5).groupby("model").ok
+    n_seeds = int(med.groupby("model").seed.nunique().min()) if len(med) else 0
+
+    def table(rows):
+        return {f"{m}/{r}": {str(k): round(float(v), 2) for k, v in zip(g.seed, g.share_2_6)}
+                for (m, r), g in rows.groupby(["model", "rule"])}
+
+    ours = {"last epoch": table(last), "epoch 0": table(first)}
+    counts = {m: f"{int(g.sum())} of {len(g)} seeds" for m, g in holds}
     return ItemFindings({"T-001-c": Finding(
-        bool((med < 0.5).all()), ours={f"{m}/{r}": round(float(v), 2)
-                                       for (m, r), v in shares.items()},
-        detail="the KS rule's shares are reported beside (the range depends on the estimator)")},
-        {"shares": {f"{m}/{r}": float(v) for (m, r), v in shares.items()}})
+        bool(len(med)) and bool(holds.all().all()), ours=ours, replicates=n_seeds,
+        detail=f"median rule, share < 0.5 at the last epoch in {counts}; the KS rule's shares "
+               "and epoch 0 (initialisation) are reported beside (the range depends on the "
+               "estimator)")}, {"shares": ours})
 
 
 # ----------------------------------------------------------------------------- T-001-a

@@ -9,6 +9,14 @@ leaves out (batch, momentum, wd, augmentation, seeds) is TempBalance's code: bat
 reduction on the sklearn digits (R18m / R34m, 8 epochs, the collection's 1347/450 split) with 5
 seeds, so that accuracy differences of about a point can be told from seed noise; ``smoke`` the
 same on 256 digits in seconds.
+
+Replicates (a claim test decides only on >= 3 independent ones; every run is its own pipeline,
+so a seed is one): quick has 5 seeds for the accuracy and CKA claims, 3 (``dist_seeds``) for
+fig 2.6 / T-001-c, and 1 trained MLP (``esd_seeds``) for fig 1.3, whose claim test is then
+INCONCLUSIVE (its null, ``esd_init_seeds`` untrained MLPs, costs no training; more trained
+seeds would add training to the quick budget). ``paper`` has one seed everywhere, as the
+source: its claim tests are INCONCLUSIVE unless ``seeds``, ``dist_seeds`` and ``esd_seeds``
+are raised to 3.
 """
 
 from __future__ import annotations
@@ -106,6 +114,8 @@ class Settings(ChapterSettings):
     esd_wd: float               # >= 0
     esd_batch: int
     esd_epochs: int
+    esd_seeds: int              # trained seeds 0..esd_seeds-1: the claim test's replicates
+    esd_init_seeds: int         # the null: the MLP at initialisation, seeds after the trained
     # Our numbers beside the source's: True where the setting is the source's (paper), so ours
     # are judged against the source's spread; False: the difference is reported only.
     judge_source: bool
@@ -128,7 +138,7 @@ class Settings(ChapterSettings):
                  "cka_batches", "cka_batch_size", "map_width", "map_lr", "negpow_lr",
                  "syn_alpha_mean", "dist_width", "dist_lr", "dist_epochs", "dist_seeds",
                  "powers_width", "powers_lrs", "sampling_width", "sampling_lr", "esd_width",
-                 "esd_lr", "esd_batch", "esd_epochs", "workers")
+                 "esd_lr", "esd_batch", "esd_epochs", "esd_seeds", "esd_init_seeds", "workers")
         for name in ("wd", "esd_wd", "cka_batch_seed", "syn_seed", "dist_epochs_shown"):
             value = getattr(self, name)
             if any(v < 0 for v in (value if isinstance(value, tuple) else (value,))):
@@ -184,7 +194,7 @@ _SMALL = dict(
     powers_width=0.5, powers_lrs=(0.15, 0.2), sampling_width=0.5, sampling_lr=0.1,
     sampling_models=("resnet18_mini", "resnet34_mini"),
     esd_model="mlp", esd_width=2.0, esd_lr=0.02, esd_momentum=0.9, esd_wd=5e-4, esd_batch=16,
-    esd_epochs=40, judge_source=False, executor=None,
+    esd_epochs=40, esd_seeds=1, esd_init_seeds=5, judge_source=False, executor=None,
 )
 
 PROFILES: dict[str, Settings] = {
@@ -262,11 +272,12 @@ def section_runs(s: Settings) -> Sections:
                 for m in s.sampling_models for a in ("baseline", *SAMPLING) for k in seeds]
     esd = [RunConfig(dataset=s.dataset, n_train=s.n_train, model=s.esd_model,
                      width=s.esd_width, optimizer="sgdm", lr=s.esd_lr, momentum=s.esd_momentum,
-                     wd=s.esd_wd, batch_size=s.esd_batch, epochs=s.esd_epochs)]
+                     wd=s.esd_wd, batch_size=s.esd_batch, epochs=s.esd_epochs, seed=k)
+           for k in range(s.esd_seeds)]
     out = {"fig2.1": (grid, grid_cb), "fig2.3": (maps, None), "fig2.5": (negpow, None),
            "fig2.6": (dist, [{"spectral": {"xmin": "ks", "conv": "slices"}}] * len(dist)),
            "T-001-a": (powers, None), "T-001-d": (sampling, None),
-           "fig1.3": (esd, [{"weights": {}}])}
+           "fig1.3": (esd, [{"weights": {}}] * len(esd))}
     lookup = {c: cb for c, cb in zip(grid, grid_cb)}   # reuse fig 2.1's spec for shared runs
     return {k: (cfgs, cbs or [lookup.get(c, {}) for c in cfgs]) for k, (cfgs, cbs) in out.items()}
 

@@ -41,6 +41,7 @@ from lalr_core.chapters.ch02b_htsr_pruning.verdicts import (
     lr_gains,
     lr_range_contrast,
     runs_of,
+    share_difference,
     uniform_curve,
     versus_range,
     versus_uniform,
@@ -82,47 +83,118 @@ def fig31(tables: Mapping[str, pd.DataFrame], sparsity: float) -> ItemFindings:
 
 
 # ----------------------------------------------------------------------------- fig 3.2
-def fig32(curves: Mapping[tuple[str, str], pd.Series], *, share: float = 0.8,
-          rise: float = 0.02) -> ItemFindings:
+def _per_seed(x) -> list:
+    """``x`` as a list of per-seed values (a pandas object or a non-sequence: one seed)."""
+    if isinstance(x, (pd.Series, pd.DataFrame, Mapping)) or not isinstance(x, Sequence):
+        return [x]
+    return list(x)
+
+
+def fig32(curves: Mapping[tuple[str, str], pd.Series | Sequence[pd.Series]], *,
+          share: float = 0.8, rise: float = 0.02) -> ItemFindings:
     """Fig 3.2 on DNm from its mean-over-layers curves (``(aug, "entropy" | "alpha")`` ->
-    per-epoch series, epoch 0 = init): AugMix's entropy above traditional's at ``share`` of
-    the trained epochs; AugMix's entropy and alpha rebounds smaller than traditional's (N/A
-    where the traditional curve has no rebound of ``rise``: nothing to mitigate)."""
-    one_run = ("one pretraining per augmentation: seed-to-seed variation is not measured, so "
-               "with no effect of AugMix this check could still pass by chance")
-    ent_t, ent_a = curves[("traditional", "entropy")], curves[("augmix", "entropy")]
-    trained = ent_t.index > 0
-    frac = float((ent_a[trained] > ent_t[trained]).mean())
+    per-epoch series, epoch 0 = init; or a list of them, one per pretraining seed, the two
+    augmentations' lists in the same seed order): AugMix's entropy above traditional's at
+    ``share`` of the trained epochs; AugMix's entropy and alpha rebounds smaller than
+    traditional's (N/A where no traditional curve has a rebound of ``rise``: nothing to
+    mitigate). Each check holds "in every seed", so it decides only on >= 3 seeds
+    (``Finding.replicates``): with no effect of AugMix one pair of curves passes by chance."""
+    per = {k: _per_seed(v) for k, v in curves.items()}
+    k = len(per[("traditional", "entropy")])
+    if any(len(v) != k for v in per.values()):
+        raise ValueError(f"fig 3.2 needs one curve per seed for every arm, got "
+                         f"{ {key: len(v) for key, v in per.items()} }")
+    seeds = f"{k} pretraining seed{'s' if k != 1 else ''} per augmentation"
+    fracs = []
+    for ent_t, ent_a in zip(per[("traditional", "entropy")], per[("augmix", "entropy")]):
+        trained = ent_t.index > 0
+        fracs.append(float((ent_a[trained] > ent_t[trained]).mean()))
+    frac = fracs[0] if k == 1 else [round(f, 3) for f in fracs]
     found = {"fig3.2-entropy-higher": Finding(
-        frac >= share, ours=round(frac, 3),
-        detail=f"{share:.0%} of the epochs: our reading of 'uniformly' (E-3.2); {one_run}")}
+        all(f >= share for f in fracs), ours=round(fracs[0], 3) if k == 1 else frac,
+        detail=f"{share:.0%} of the epochs: our reading of 'uniformly' (E-3.2); holds in "
+               f"every one of {seeds}", replicates=k)}
     rises = {}
     for col in ("entropy", "alpha"):
-        trad, aug = curves[("traditional", col)], curves[("augmix", col)]
-        less = rebound_mitigated(trad, aug, rise)
-        r = {"traditional": round(rebound_rise(trad), 4), "augmix": round(rebound_rise(aug), 4)}
-        rises[col] = r
-        found[f"fig3.2-{col}-rebound"] = Finding(
-            less, ours=r, detail=f"rise after the minimum, relative to it; {one_run}"
-            if less is not None else
-            f"the traditional DNm {col} curve has no rebound (rise {r['traditional']:.1%} after "
-            f"its minimum, < {rise:.0%}, our definition of a rebound, E-3.2): nothing to "
-            "mitigate in this setting")
+        pairs = list(zip(per[("traditional", col)], per[("augmix", col)]))
+        less = [rebound_mitigated(t, a, rise) for t, a in pairs]
+        r = [{"traditional": round(rebound_rise(t), 4), "augmix": round(rebound_rise(a), 4)}
+             for t, a in pairs]
+        rises[col] = r[0] if k == 1 else r
+        judged = [x for x in less if x is not None]
+        if not judged:
+            found[f"fig3.2-{col}-rebound"] = Finding(
+                None, ours=rises[col],
+                detail=f"no traditional DNm {col} curve has a rebound (rise after its minimum "
+                       f"< {rise:.0%}, our definition of a rebound, E-3.2; {seeds}): nothing "
+                       "to mitigate in this setting")
+        else:
+            found[f"fig3.2-{col}-rebound"] = Finding(
+                all(judged), ours=rises[col], replicates=len(judged),
+                detail=f"rise after the minimum, relative to it; holds in every one of the "
+                       f"{len(judged)} seed(s) whose traditional curve rebounds ({seeds})")
     return ItemFindings(found, {"share_entropy_higher": frac, "rises": rises})
 
 
 # ----------------------------------------------------------------------------- figs 3.4-3.21
+def _extreme(values: pd.Series, transition: Sequence[str], lowest: bool) -> bool:
+    """The ``transition`` convs hold the ``len(transition)`` lowest (or highest) ranks."""
+    r = ranks_of(values, transition)
+    n, t = len(values), len(transition)
+    want = list(range(1, t + 1)) if lowest else list(range(n - t + 1, n + 1))
+    return sorted(r.values()) == want
+
+
+def transition_finding(metric: str, trained: Sequence[pd.DataFrame],
+                       init: Sequence[pd.DataFrame], transition: Sequence[str]) -> Finding:
+    """DNm's ``transition`` convs hold the 2 extreme ranks of ``metric`` (lowest entropy,
+    highest norm and spectral norm) in every trained replicate (``trained``: the metric
+    tables of DNms pretrained from their own seeds), more often than the same architecture at
+    initialisation (``init``, `plans.init_tables`).
+
+    FAIL (a bool over the replicates) where a trained replicate lacks the ranks: the source's
+    sentence fails as stated. Where every replicate has them, the evidence is the share of
+    trained networks with the ranks minus the init networks' share (`share_difference`,
+    Newcombe's interval, claim > 0): a property the init networks show too (norm: the
+    transition convs' output width) gives no PASS however many replicates hold it."""
+    lowest = metric == "entropy"
+    hits = [_extreme(t[metric], transition, lowest) for t in trained]
+    null = [_extreme(t[metric], transition, lowest) for t in init]
+    n = len(trained[0])
+    ours = {"trained ranks": [ranks_of(t[metric], transition) for t in trained]
+            if len(trained) > 1 else ranks_of(trained[0][metric], transition),
+            "convs": n, "trained with the ranks": f"{sum(hits)}/{len(hits)}",
+            "at initialisation with the ranks": f"{sum(null)}/{len(null)}"}
+    where = "lowest" if lowest else "highest"
+    detail = (f"the 2 {where} of the {n} convs' ranks (a random pair lies there with chance "
+              f"1 / {math.comb(n, 2)}); null: the same architecture at initialisation, "
+              f"{len(null)} seeds")
+    if not all(hits):
+        return Finding(False, ours=ours, replicates=len(hits),
+                       detail=f"{detail}; a trained replicate lacks the ranks")
+    return Finding(share_difference(sum(hits), len(hits), sum(null), len(null)), ours=ours,
+                   detail=f"{detail}; trained share minus the init share"
+                          + ("; the init networks have the ranks too: the architecture's "
+                             "property, not training's" if null and all(null) else ""))
+
+
 def grid_checks(role: str, aug: str, table: tuple[pd.DataFrame, Mapping[str, int]],
-                grid: pd.DataFrame, transition: Sequence[str], *,
-                z_max: float = 2.5) -> ItemFindings:
+                grid: pd.DataFrame, transition: Sequence[str], *, z_max: float = 2.5,
+                trained: Sequence[pd.DataFrame] | None = None,
+                init: Sequence[pd.DataFrame] = ()) -> ItemFindings:
     """The budget grid of one (role, aug) (`plans.budget_grid`) and its metric table
     (`plans.layer_table`): the sanity checks of the budgets (uniform flat, direct and inverse
     mirrored, no target exceeded) and the source's claims on the layers: on DNm the
     ``transition`` convs have the 2 lowest entropies and the 2 highest norm and spectral norm
-    (the direct budget grows with the metric, so these ranks are the budgets' order); on the
-    other models no layer's entropy stands out (max |z| < ``z_max``)."""
+    (the direct budget grows with the metric, so these ranks are the budgets' order), judged
+    against the same architecture at initialisation (`transition_finding`); on the other
+    models no layer's entropy stands out (max |z| < ``z_max``) in every trained replicate.
+
+    ``trained``: the metric tables of every pretrained replicate of (role, aug) (default: the
+    one of ``table``); ``init``: those of the architecture at initialisation (the null)."""
     fig = GRID_FIGS[(role, aug)][2]
     metrics, sizes = table
+    trained = [metrics] if trained is None else list(trained)
     uni = grid[grid.rule == UNIFORM]
     corr = rule_correlations(grid)
     size = pd.Series(sizes, dtype=float)
@@ -138,19 +210,20 @@ def grid_checks(role: str, aug: str, table: tuple[pd.DataFrame, Mapping[str, int
     z = max_abs_zscore(metrics["entropy"])
     numbers = {"role": role, "aug": aug, "max_abs_z_entropy": z}
     if role == "densenet":
-        n = len(metrics)
         for m in ("entropy", "norm", "spectral_norm"):
-            r = ranks_of(metrics[m], transition)
-            want = [1, 2] if m == "entropy" else [n - 1, n]
-            found[f"{fig}-transition-{m}"] = Finding(
-                sorted(r.values()) == want, ours=r | {"convs": n},
-                detail=f"ranks among the {n} convs (1 = smallest); a random pair of convs lies "
-                       f"there with chance 1 / {math.comb(n, 2)}")
-            numbers[f"rank_{m}"] = r
+            found[f"{fig}-transition-{m}"] = transition_finding(m, trained, init, transition)
+            numbers[f"rank_{m}"] = ranks_of(metrics[m], transition)
     else:
+        zs = [max_abs_zscore(t["entropy"]) for t in trained]
+        z0 = [round(max_abs_zscore(t["entropy"]), 3) for t in init]
         found[f"{fig}-no-outlier"] = Finding(
-            z < z_max, ours=round(z, 3),
-            detail=f"|z| < {z_max}: our reading of 'not observed' (E-3.10)")
+            all(v < z_max for v in zs), ours={"max |z|": round(z, 3) if len(zs) == 1 else
+                                               [round(v, 3) for v in zs],
+                                               "at initialisation (not judged)": z0},
+            replicates=len(zs),
+            detail=f"|z| < {z_max}: our reading of 'not observed' (E-3.10), in every one of "
+                   f"{len(zs)} pretrained replicate(s); an absence claim: the init networks "
+                   f"beside it show what the architecture gives untrained")
     return ItemFindings(found, numbers)
 
 
@@ -239,28 +312,49 @@ def t001e(te: pd.DataFrame, roles: Sequence[str], metrics: Sequence[str],
 
 
 # ----------------------------------------------------------------------------- figs 3.22-3.24
-def fig322(tb_probe: pd.DataFrame, base_probe: pd.DataFrame,
-           tb_records: pd.DataFrame, k: int = 4) -> ItemFindings:
+def fig322(tb_probe: pd.DataFrame | Sequence[pd.DataFrame],
+           base_probe: pd.DataFrame | Sequence[pd.DataFrame],
+           tb_records: pd.DataFrame | Sequence[pd.DataFrame], k: int = 4) -> ItemFindings:
     """Fig 3.22 from the two finetunings' spectral probes (layer, epoch, alpha) and
-    TempBalance's records (layer, epoch, lr_scale): the alpha gap TB - baseline averaged over
-    the finetuning epochs is below 0 over the layers (t interval over the layers' gaps); and
-    below 0 in each of the ``k`` layers with the largest lr shift."""
-    layers = sorted(set(tb_probe.layer) & set(base_probe.layer))
-    per_layer = pd.Series({layer: float(alpha_gap(tb_probe, base_probe, layer).mean())
-                           for layer in layers}).dropna()
-    e = mean_interval(per_layer.to_numpy(), side="less", unit="layer")
-    mean_gap = alpha_gap(tb_probe, base_probe)
-    shown = largest_lr_shift(tb_records, k)
-    gaps = {layer: float(alpha_gap(tb_probe, base_probe, layer).mean()) for layer in shown}
+    TempBalance's records (layer, epoch, lr_scale), each a DataFrame or a list of them, one
+    per finetuning seed (same order): the alpha gap TB - baseline averaged over the layers
+    and the finetuning epochs is below 0 (t interval over the seeds' gaps; with one seed the
+    t interval over its layers, reported but one replicate); and below 0 in each of the
+    ``k`` layers with the largest lr shift, in every seed (a bool over the seeds)."""
+    tbs, bases, recs = _per_seed(tb_probe), _per_seed(base_probe), _per_seed(tb_records)
+    if not len(tbs) == len(bases) == len(recs):
+        raise ValueError("fig 3.22 needs one probe of each lr and one record per seed")
+    per_layers, gaps_by_seed, shown_by_seed = [], [], []
+    for tb, base, rec in zip(tbs, bases, recs):
+        layers = sorted(set(tb.layer) & set(base.layer))
+        per_layers.append(pd.Series({layer: float(alpha_gap(tb, base, layer).mean())
+                                     for layer in layers}).dropna())
+        shown = largest_lr_shift(rec, k)
+        shown_by_seed.append(shown)
+        gaps_by_seed.append({layer: float(alpha_gap(tb, base, layer).mean()) for layer in shown})
+    n = len(tbs)
+    if n == 1:
+        e = mean_interval(per_layers[0].to_numpy(), side="less", unit="layer")
+        how = "t interval over the layers' gaps of one finetuning per lr: one replicate"
+    else:
+        e = mean_interval([float(p.mean()) for p in per_layers], side="less", unit="seed")
+        how = f"t interval over {n} finetuning seeds' layer-mean gaps"
+    mean_gap = alpha_gap(tbs[0], bases[0])
+    gaps = gaps_by_seed[0] if n == 1 else [{k_: round(v, 3) for k_, v in g.items()}
+                                           for g in gaps_by_seed]
     return ItemFindings({
         "fig3.22-mean": Finding(
             _judged("fig3.22-mean", e),
             ours={"mean gap (TB - baseline)": round(float(mean_gap.mean()), 3),
                   "per epoch": [round(float(v), 3) for v in mean_gap]},
-            detail="each layer's gap averaged over the finetuning epochs; one finetuning per lr"),
-        "fig3.22-layers": Finding(bool(all(g < 0 for g in gaps.values())),
-                                  ours={k_: round(v, 3) for k_, v in gaps.items()}),
-    }, {"shown": shown, "per_layer_gap": per_layer.to_dict()})
+            detail=f"each layer's gap averaged over the finetuning epochs; {how}"),
+        "fig3.22-layers": Finding(
+            bool(all(g < 0 for gs in gaps_by_seed for g in gs.values())),
+            ours={k_: round(v, 3) for k_, v in gaps.items()} if n == 1 else gaps,
+            replicates=n,
+            detail=f"all {k} layers below 0 in every one of {n} finetuning seed(s) (by chance "
+                   f"1/{2 ** k} per seed)"),
+    }, {"shown": shown_by_seed[0], "per_layer_gap": per_layers[0].to_dict()})
 
 
 def sign_share(n_yes: int, n: int, *, threshold: float = 0.5) -> Evidence:
@@ -273,16 +367,27 @@ def sign_share(n_yes: int, n: int, *, threshold: float = 0.5) -> Evidence:
                     f"exact binomial interval over {n} sizes", unit="size")
 
 
-def fig323(delta: Mapping[float, tuple[float, float]]) -> ItemFindings:
+def fig323(delta: Mapping[float, tuple[float, float]]
+           | Sequence[Mapping[float, tuple[float, float]]]) -> ItemFindings:
     """Figs 3.23 / 3.24 from, per size, (mean delta-alpha of the lr-increase layers, that of
-    the lr-decrease layers), delta-alpha = TB - baseline at the last epoch: the increase
-    layers lie below the decrease layers at more sizes than chance (sign test)."""
-    n_ok = sum(a < b for a, b in delta.values())
-    e = sign_share(n_ok, len(delta))
-    ours = {"sizes_ok": f"{n_ok}/{len(delta)}",
-            **{str(P): [round(a, 3), round(b, 3)] for P, (a, b) in delta.items()}}
+    the lr-decrease layers), delta-alpha = TB - baseline at the last epoch; or a list of such
+    mappings, one per finetuning seed: the increase layers lie below the decrease layers at
+    more sizes than chance. One seed: the share of sizes, exact binomial interval (the sign
+    test; the sizes of one run are one replicate); several seeds: the seeds' shares, t
+    interval over the seeds."""
+    per = _per_seed(delta)
+    shares = [sum(a < b for a, b in d.values()) / len(d) for d in per]
+    if len(per) == 1:
+        n_ok = sum(a < b for a, b in per[0].values())
+        e = sign_share(n_ok, len(per[0]))
+        ours = {"sizes_ok": f"{n_ok}/{len(per[0])}",
+                **{str(P): [round(a, 3), round(b, 3)] for P, (a, b) in per[0].items()}}
+    else:
+        e = mean_interval(shares, threshold=0.5, unit="seed")
+        ours = {"share of sizes per seed": [round(x, 3) for x in shares],
+                **{str(P): [round(a, 3), round(b, 3)] for P, (a, b) in per[0].items()}}
     detail = ("no claim in the source's text beyond the caption and fig 3.22's sentence; our "
-              "criterion (E-3.23/24), judged against chance")
+              f"criterion (E-3.23/24), judged against chance; {len(per)} finetuning seed(s)")
     return ItemFindings({item: Finding(_judged(item, e), ours=ours, detail=detail)
                          for item in ("fig3.23", "fig3.24")})
 
@@ -359,4 +464,5 @@ __all__ = [
     "sign_share",
     "t001e",
     "table31",
+    "transition_finding",
 ]

@@ -13,7 +13,7 @@ from torch import nn
 from lalr_core.chapters.ch02b_htsr_pruning.settings import AUGS, METRICS, ROLES, UNIFORM, Settings
 from lalr_core.core.runs.units import pretrained_weights
 from lalr_core.core.loop.config import RunConfig
-from lalr_core.core.loop.train import run_model
+from lalr_core.core.loop.train import initial_model, run_model
 from lalr_core.methods.pruning import channel_masks, budgets as pruning
 from lalr_core.methods import spectra as spectral
 from lalr_core.methods.layer_lr.tempbalance.callback import TempBalance
@@ -84,6 +84,17 @@ def layer_table(model: nn.Module, xmin: str = "ks") -> tuple[pd.DataFrame, dict[
 def metric_tables(s: Settings) -> dict[tuple[str, str], tuple[pd.DataFrame, dict]]:
     """`layer_table` of every pretrained (role, aug); needs the pretraining sweep done."""
     return {(r, a): layer_table(pretrained_model(s, r, a)) for r, a in pretrain_pairs(s)}
+
+
+def init_tables(s: Settings, role: str) -> list[pd.DataFrame]:
+    """The null of the layer claims (figs 3.6-3.21): `layer_table`'s metrics of ``role``'s
+    architecture at initialisation, one per seed of ``s.init_seeds`` (seeds 1000, 1001, ...,
+    apart from the runs' seeds); no training, so cheap. A property of the trained network
+    that these already show is the architecture's (e.g. the widths of DenseNet's transition
+    convs), not training's."""
+    cfg = pretrain_config(s, role)
+    return [layer_table(initial_model(cfg.replace(seed=1000 + k)))[0]
+            for k in range(s.init_seeds)]
 
 
 def ratios_for(table: tuple[pd.DataFrame, Mapping[str, int]], metric: str, P: float,

@@ -72,6 +72,9 @@ class Settings(ChapterSettings):
     # Figs 3.4-3.21 (budgets only): the targets P (rows) and metrics (columns) of each grid.
     grid_ratios: tuple[float, ...]
     grid_metrics: tuple[str, ...]
+    # Their null (the layer claims): the same architectures at initialisation, this many
+    # seeds (`plans.init_tables`; no training).
+    init_seeds: int
     # Finetuning (every section): lr0 (cosine), channel scores (`pruning.IMPORTANCE`), and the
     # budget rules swept next to uniform (`pruning.RULES`) in figs 3.3 and T-001-e.
     ft_lr: float
@@ -126,7 +129,7 @@ class Settings(ChapterSettings):
         positive(self, "n_train", allow_none=True)
         positive(self, "batch_size", "workers", "pretrain_lr", "pretrain_epochs", "ft_lr",
                  "f33_epochs", "vgg_epochs", "vgg_seeds", "f322_epochs", "f326_epochs",
-                 "slim_samples")
+                 "slim_samples", "init_seeds")
         for name in ("seed", "wd"):
             if getattr(self, name) < 0:
                 raise ValueError(f"setting {name!r} must be >= 0, got {getattr(self, name)!r}")
@@ -191,6 +194,7 @@ _COMMON = dict(
     augmix_roles=("densenet", "wrn", "mobilenet"), fig32_roles=("densenet", "wrn"),
     fig31_roles=("wrn", "densenet"), fig31_sparsity=0.8, rules=("direct", "inverse"),
     te_roles=("mobilenet", "wrn"), f322_ratio=0.553, executor=None, slim_samples=32,
+    init_seeds=10,
 )
 _F326_RATIOS = (0.2, 0.35, 0.45, 0.6, 0.8)
 PROFILES = {

@@ -55,7 +55,10 @@ def run_table(specs: Sequence[Mapping], results: Sequence[Mapping],
     slimmed network's fraction of conv weights (``remaining_fn(spec)``, default
     `slimmed_remaining`, the source's x axis; None = ``remaining_masked``),
     ``remaining_masked`` = 1 - sparsity, ``over_pruned``, ``test_correct`` (one bool per test
-    example, None for a diverged run; the verdicts pair runs on it), ``seed``, ``wall_time_s``."""
+    example, None for a diverged run; the verdicts pair runs on it), ``seed`` (the
+    finetuning's), ``pretrain_seed`` (the seed of the pretraining it starts from, None when
+    the spec does not name it; finetuning seeds of one pretraining are one replicate of a
+    claim about the pipeline, `verdicts.pipelines`), ``wall_time_s``."""
     rows = []
     for x, res in zip(specs, results, strict=True):
         sp = res["callbacks"]["pruned_start"]["sparsity"]
@@ -69,12 +72,20 @@ def run_table(specs: Sequence[Mapping], results: Sequence[Mapping],
                            remaining_masked=1 - sp["params"],
                            over_pruned=sp["params"] > x["P"] + 1e-9,
                            diverged=bool(res["diverged"]), seed=x["cfg"].seed
-                           if "cfg" in x else None, wall_time_s=res.get("wall_time_s"),
+                           if "cfg" in x else None, pretrain_seed=_pretrain_seed(x),
+                           wall_time_s=res.get("wall_time_s"),
                            test_correct=_correct(res)))
     df = pd.DataFrame(rows)
     df["setting"] = [SETTINGS[a][r] if r in ("direct", "inverse") else 0
                      for a, r in zip(df["aug"], df["rule"])]
     return df
+
+
+def _pretrain_seed(spec: Mapping) -> int | None:
+    """The seed of the pretraining a finetuning spec starts from (None if not named)."""
+    pre = spec.get("callbacks", {}).get("pruned_start", {}).get("pretrained", {})
+    seed = pre.get("run", {}).get("seed") if isinstance(pre, Mapping) else None
+    return None if seed is None else int(seed)
 
 
 def rebound_rise(series) -> float:

@@ -10,6 +10,14 @@ training seeds where the chapter runs one seed; the TempBalance-vs-global-lr com
 
 Comparisons (all in percentage points):
 
+Replicates. With several seeds (a ``seed`` column; the uniform curve has the same seeds) a
+comparison pairs them by seed, seeds x test examples crossed (``bootstrap_difference`` on
+``[k, n_test]``); with one seed it is the paired bootstrap over the test examples, one replicate.
+A claim about the pipeline (metric budgets from the pretrained weights: figs 3.3, T-001-e)
+counts one replicate per *pretraining* (`pipelines`: the ``pretrain_seed`` column), so
+finetuning seeds of one pretraining count once; a claim about the finetuning step given the
+pretraining (TempBalance vs the global lr, `contrast`) counts the finetuning seeds.
+
 * `versus_uniform`: metric-budget runs against uniform pruning *at the same measured size*.
   Fig 3.3's x axis is the fraction of parameters remaining, and a metric budget under-prunes
   by its own amount, so a metric run is compared with the uniform curve interpolated (per
@@ -30,12 +38,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 
 from lalr_core.chapters.ch02b_htsr_pruning.settings import HYBRID, SCALE, SHAPE, UNIFORM
-from lalr_core.core.results.evidence import Evidence, bootstrap_difference
+from lalr_core.core.results.evidence import CONFIDENCE, Evidence, bootstrap_difference
 
 TOL = 1e-9  # remaining fractions closer than this are the same size
 GROUPS = {"shape": SHAPE, "scale": SCALE, "hybrid": HYBRID}  # the source's metric families
@@ -127,12 +137,47 @@ def uniform_at(curve: pd.DataFrame, remaining: float) -> tuple[np.ndarray, bool]
 def matched_uniform(runs: pd.DataFrame,
                     curve: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, int]:
     """``(a, b, clamped)``: a = the runs' mean per-example correctness, b = the mean of the
-    uniform curve at each run's remaining fraction, clamped = how many runs lay outside it."""
+    uniform curve at each run's remaining fraction, clamped = how many runs lay outside it.
+    With several seeds (`seeds_of`) a and b are ``[k, n_test]``, row i seed i's runs against
+    seed i's uniform curve; with one seed ``(n_test,)`` over every run (as before)."""
+    seeds = seeds_of(runs)
+    if len(seeds) > 1:
+        parts = [matched_uniform(_seed(runs, k), _seed(curve, k)) for k in seeds]
+        return (np.stack([a for a, _, _ in parts]), np.stack([b for _, b, _ in parts]),
+                sum(c for _, _, c in parts))
     a = example_correct(runs)
     if a is None:
         raise ValueError("a metric run has no test_correct (diverged?)")
     at = [uniform_at(curve, float(r)) for r in runs["remaining"]]
     return a, np.mean([y for y, _ in at], axis=0), sum(c for _, c in at)
+
+
+def seeds_of(rows: pd.DataFrame) -> tuple[int, ...]:
+    """The sorted seeds of ``rows`` (a table without a ``seed`` column: one seed, ``(0,)``)."""
+    if "seed" not in rows or rows.empty:
+        return (0,)
+    return tuple(sorted(int(k) for k in rows["seed"].unique()))
+
+
+def _seed(rows: pd.DataFrame, seed: int) -> pd.DataFrame:
+    if "seed" not in rows:
+        return rows
+    out = rows[rows["seed"] == seed]
+    if out.empty:
+        raise ValueError(f"no runs of seed {seed}: runs compared by seed need the same seeds")
+    return out
+
+
+def pipelines(*tables: pd.DataFrame) -> int:
+    """Independent pretrainings behind ``tables`` (the fewest of them): distinct
+    ``pretrain_seed`` values where that column is filled (`summaries.run_table`), else
+    distinct ``seed`` values (each seed its own pretraining). Finetuning seeds of one
+    pretraining count once: 1 replicate of a claim about the pipeline."""
+    def count(t):
+        if "pretrain_seed" in t and t["pretrain_seed"].notna().any():
+            return int(t["pretrain_seed"].dropna().nunique())
+        return len(seeds_of(t))
+    return min(count(t) for t in tables)
 
 
 # ----------------------------------------------------------------------------- evidence
@@ -141,7 +186,13 @@ def versus_uniform(runs: pd.DataFrame, curve: pd.DataFrame, *, threshold: float 
     """Evidence on accuracy(runs) - accuracy(uniform curve at their sizes), points, and the
     number of runs clamped to the curve's ends (see `matched_uniform`)."""
     a, b, clamped = matched_uniform(runs, curve)
-    return bootstrap_difference(a, b, threshold=threshold, side=side, scale=100), clamped
+    e = bootstrap_difference(a, b, threshold=threshold, side=side, scale=100)
+    return _as_pipelines(e, runs, curve), clamped
+
+
+def _as_pipelines(e: Evidence, *tables: pd.DataFrame) -> Evidence:
+    """``e`` counting the independent pretrainings behind ``tables`` as its replicates."""
+    return replace(e, replicates=min(e.replicates, pipelines(*tables)))
 
 
 def gain_contrast(first: tuple[pd.DataFrame, pd.DataFrame],
@@ -151,7 +202,10 @@ def gain_contrast(first: tuple[pd.DataFrame, pd.DataFrame],
     uniform as in `versus_uniform`; paired over the shared test examples."""
     a1, b1, _ = matched_uniform(*first)
     a2, b2, _ = matched_uniform(*second)
-    return bootstrap_difference(a1 - b1, a2 - b2, threshold=threshold, side=side, scale=100)
+    if np.shape(a1) != np.shape(a2):
+        raise ValueError("gains compared by seed need the same seeds on both sides")
+    e = bootstrap_difference(a1 - b1, a2 - b2, threshold=threshold, side=side, scale=100)
+    return _as_pipelines(e, *first, *second)
 
 
 def contrast(plus: Sequence[pd.DataFrame], minus: Sequence[pd.DataFrame], *,
@@ -269,7 +323,8 @@ def all_of(evidence: Sequence[Evidence]) -> Evidence:
     and side): the weakest interval decides. PASS iff every interval passes; FAIL iff some
     interval fails (k intervals give up to k x 2.5 % chance of a false FAIL; each ``method``
     names k). Built as (weakest estimate, weakest low, weakest high), which is exactly that
-    rule for ``greater`` (minimum) and ``less`` (maximum)."""
+    rule for ``greater`` (minimum) and ``less`` (maximum); its replicates are the fewest of
+    the parts'."""
     if not evidence:
         raise ValueError("all_of needs at least one Evidence")
     sides = {(e.side, e.threshold) for e in evidence}
@@ -280,7 +335,42 @@ def all_of(evidence: Sequence[Evidence]) -> Evidence:
     vals = [(e.estimate, e.low, e.high) for e in evidence]
     if any(not all(map(math.isfinite, v)) for v in vals):
         return Evidence(math.nan, math.nan, math.nan, e0.threshold, e0.side, e0.n, e0.n_test,
-                        f"weakest of {len(vals)}: one is undefined")
+                        f"weakest of {len(vals)}: one is undefined", unit=e0.unit,
+                        replicates=min(e.replicates for e in evidence))
     est, low, high = (pick(v[i] for v in vals) for i in range(3))
-    return Evidence(est, low, high, e0.threshold, e0.side, e0.n, e0.n_test,
-                    f"weakest of {len(vals)} ({e0.method}); PASS needs all {len(vals)}")
+    return Evidence(est, low, high, e0.threshold, e0.side, min(e.n for e in evidence),
+                    e0.n_test, f"weakest of {len(vals)} ({e0.method}); PASS needs all "
+                               f"{len(vals)}", unit=e0.unit,
+                    replicates=min(e.replicates for e in evidence))
+
+
+# ----------------------------------------------------------------------------- shares
+def _wilson(hits: int, n: int) -> tuple[float, float]:
+    """Wilson's 95 % score interval of a share ``hits / n``."""
+    z = float(stats.norm.ppf(0.5 + CONFIDENCE / 2))
+    p = hits / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def share_difference(hits: int, n: int, null_hits: int, null_n: int, *,
+                     unit: str = "network") -> Evidence:
+    """Evidence that a property is more frequent in ``n`` networks (``hits`` have it) than in
+    ``null_n`` networks of the null (``null_hits``): the difference of the two shares with
+    Newcombe's (1998) hybrid score interval (Wilson's interval of each share); claim > 0.
+    ``n`` counts the replicates (``unit``); no null network: an undefined interval."""
+    if n < 1 or not 0 <= hits <= n or not 0 <= null_hits <= max(null_n, 0):
+        raise ValueError(f"need 0 <= hits <= n, n >= 1, 0 <= null_hits <= null_n; got "
+                         f"{hits}/{n}, {null_hits}/{null_n}")
+    if null_n < 1:
+        return Evidence(math.nan, -math.inf, math.inf, 0.0, "greater", n, None,
+                        "no null network: nothing to judge against", unit=unit)
+    p, q = hits / n, null_hits / null_n
+    (l1, u1), (l2, u2) = _wilson(hits, n), _wilson(null_hits, null_n)
+    d = p - q
+    low = d - math.sqrt((p - l1) ** 2 + (u2 - q) ** 2)
+    high = d + math.sqrt((u1 - p) ** 2 + (q - l2) ** 2)
+    return Evidence(d, min(low, d), max(high, d), 0.0, "greater", n, None,
+                    f"{hits}/{n} {unit}s minus {null_hits}/{null_n} of the null, Newcombe's "
+                    "score interval of a difference of shares", unit=unit)

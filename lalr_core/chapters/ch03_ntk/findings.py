@@ -19,7 +19,6 @@ from lalr_core.chapters.ch03_ntk.claims import CLAIMS
 from lalr_core.core.results.claims import Finding
 from lalr_core.core.results.evidence import (
     paired_difference,
-    rank_correlation,
     rank_correlation_by_seed,
 )
 
@@ -95,7 +94,7 @@ def table_t1(rows: pd.DataFrame, task: str) -> TableT1:
     else:
         distance = Finding(_falls_in_every_seed(rows, "distance"),
                            ours=rows.groupby("lam").distance.mean().round(4).to_dict(),
-                           detail=f"{rows.seed.nunique()} seeds")
+                           detail=f"{rows.seed.nunique()} seeds", replicates=rows.seed.nunique())
     val = rows.groupby("lam").accuracy.mean()
     pool = val[(val.index <= BEST_LAMBDA_MAX) & (val.index < strongest)]
     best = float(pool.idxmax()) if len(pool) else math.nan
@@ -122,7 +121,8 @@ def distance_falls(rows: pd.DataFrame) -> Finding:
     if _no_pull(rows):
         return Finding(None, detail=_NO_PULL)
     return Finding(_falls_in_every_seed(rows, "distance"),
-                   ours=rows.groupby("lam").distance.mean().round(4).to_dict())
+                   ours=rows.groupby("lam").distance.mean().round(4).to_dict(),
+                   detail=f"{rows.seed.nunique()} seeds", replicates=rows.seed.nunique())
 
 
 @dataclass(frozen=True)
@@ -137,18 +137,27 @@ class KappaFigure:
     acc_lora: Finding
 
 
-def kappa_figure(settings: pd.DataFrame) -> KappaFigure:
+def kappa_figure(settings: pd.DataFrame, by_seed: pd.DataFrame | None = None) -> KappaFigure:
     """``settings``: one row per setting (seed means) with ``kappa`` (LoRA and head),
-    ``kappa_lora`` (LoRA only), ``final_train_loss`` and ``val_acc``. Settings are the unit
-    (independent configurations): Spearman with the Fisher-z interval."""
+    ``kappa_lora`` (LoRA only), ``final_train_loss`` and ``val_acc``; ``by_seed``: the same
+    columns with ``seed``, one row per (setting, seed) (default: ``settings`` as one seed).
+
+    The claims are judged on ``by_seed``: each seed's Spearman over the settings, mean with its
+    t interval over seeds (a seed's fine-tunings of all settings are one replicate; the
+    settings of one seed share κ at θ₀ and the pretraining, so they are not independent
+    replicates and a Fisher-z interval over them would count one pipeline as many)."""
+    by_seed = settings.assign(seed=0) if by_seed is None else by_seed
+    groups = [g for _, g in by_seed.sort_values("seed").groupby("seed")]
     out = {}
     for col, suffix in (("kappa", ""), ("kappa_lora", "-lora")):
         for target, name in (("final_train_loss", "loss"), ("val_acc", "acc")):
             claim = CLAIMS[f"F-002-c-{name}{suffix}"]
-            ev = rank_correlation(settings[col], settings[target], threshold=claim.threshold,
-                                  side=claim.side)
+            ev = rank_correlation_by_seed([(g[col].to_numpy(float), g[target].to_numpy(float))
+                                           for g in groups], threshold=claim.threshold,
+                                          side=claim.side)
             out[f"{name}{suffix.replace('-', '_')}"] = Finding(
-                ev, ours=f"ρ {ev.text(2)} over {len(settings)} settings")
+                ev, ours=f"ρ {ev.text(2)} over {len(settings)} settings",
+                detail="each seed's Spearman over the settings, t interval over seeds")
     spread = {col: float(settings[col].max() / settings[col].min())
               for col in ("kappa", "kappa_lora")}
     return KappaFigure(spread, out["loss"], out["acc"], out["loss_lora"], out["acc_lora"])
@@ -238,11 +247,22 @@ def krr_at_convergence(rows: Sequence[Mapping]) -> KernelRidgeAtConvergence:
                f"{1 / CONVERGED:g}×); " + finding.detail))
 
 
-def selection(eta: Mapping[str, float], reduction: Mapping[str, float]) -> Finding:
-    """E-002-Sel: Spearman(eta, the candidate's train-loss reduction) > 0 over the candidates
-    (independent units; Fisher-z interval, infinite below 4 candidates)."""
+def selection(eta: Mapping[str, float],
+              reduction: Mapping[str, float | Sequence[float]]) -> Finding:
+    """E-002-Sel: Spearman(eta, the candidate's train-loss reduction) > 0 over the candidates.
+
+    ``reduction``: per candidate its reduction per seed (a sequence, seeds in the same order
+    for every candidate; a number is one seed). Each seed's Spearman over the candidates, mean
+    with its t interval over seeds: the candidates of one seed share θ₀, the base run and the
+    pretraining, so they are one replicate, not independent units."""
     claim = CLAIMS["Sel"]
     names = list(eta)
-    ev = rank_correlation([eta[n] for n in names], [reduction[n] for n in names],
-                          threshold=claim.threshold, side=claim.side)
-    return Finding(ev, ours=f"ρ {ev.text(2)} over {len(names)} candidates")
+    red = {n: np.atleast_1d(np.asarray(reduction[n], float)) for n in names}
+    k = {v.size for v in red.values()}
+    if len(k) != 1:
+        raise ValueError(f"every candidate needs the same number of seeds, got {sorted(k)}")
+    x = np.array([eta[n] for n in names], float)
+    groups = [(x, np.array([red[n][s] for n in names])) for s in range(k.pop())]
+    ev = rank_correlation_by_seed(groups, threshold=claim.threshold, side=claim.side)
+    return Finding(ev, ours=f"ρ {ev.text(2)} over {len(names)} candidates",
+                   detail="each seed's Spearman over the candidates, t interval over seeds")

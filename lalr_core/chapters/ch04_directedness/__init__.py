@@ -8,7 +8,7 @@ Fashion-MNIST with the thesis's optimiser hyper-parameters and several seeds per
 smoke = the same code on synthetic data in seconds.
 
 The thesis shows one run per optimiser. Its comparisons (SGDM vs Adam, a run vs a random walk,
-one fit vs another) are judged here over seeds: each check reduces every seed's run to one
+which we replace by noise through the same optimiser's filters, `noise_null`; one fit vs another) are judged here over seeds: each check reduces every seed's run to one
 number (a function below) and passes the numbers to `lalr_core.core.results.evidence.mean_interval`
 or `paired_difference` (SGDM and Adam paired by seed: same initialisation and batch order). A
 diverged seed gives NaN and is left out of the interval (``seed_notes`` says which).
@@ -34,6 +34,7 @@ from lalr_core.core.models.networks import check_model_name
 from lalr_core.core.results.evidence import mean_interval
 from lalr_core.core.runs.chapter import Chapter, ChapterSettings, Sections, check_names, positive
 from lalr_core.methods import trajectory as tj
+from lalr_core.methods.trajectory import filtered_noise as fnull
 
 RUNS = ("sgdm", "adam")  # the optimisers of section "fig3.7", in this order (every seed)
 
@@ -93,6 +94,9 @@ class Settings(ChapterSettings):
     judge_source: bool
     # Parallel training processes.
     workers: int
+    # Seeds of the filtered-noise null (`noise_null`): iid Gaussian gradients of each run's
+    # dimension through its optimiser's update rule (a cheap simulation, no training).
+    null_seeds: int
     # Seed 003's E13 (batch size vs lr on a teacher task; `lalr_core.methods.trajectory.batch_scaling`):
     # SGD runs on the batch x lr grid to a target error, then Adam at one lr on every batch.
     e13_batches: tuple[int, ...]   # batch sizes B (examples per step), increasing, >= 4 of them
@@ -111,7 +115,7 @@ class Settings(ChapterSettings):
         positive(self, "n_train", "n_test", allow_none=True)
         positive(self, "width", "batch_size", "epochs", "milestones", "lr_decay", "window",
                  "seeds", "sgdm_lr", "adam_lr", "sim_steps", "sim_seeds", "mc_count",
-                 "mc_norm_draws", "mc_sum_draws", "workers")
+                 "mc_norm_draws", "mc_sum_draws", "workers", "null_seeds")
         for name in ("n_val", "sgdm_wd", "adam_wd"):
             if getattr(self, name) < 0:
                 raise ValueError(f"setting {name!r} must be >= 0, got {getattr(self, name)!r}")
@@ -196,7 +200,7 @@ PROFILES = {
         sgdm_lr=0.05, sgdm_momentum=0.85, sgdm_wd=1e-3,
         adam_lr=1e-3, adam_betas=(0.9, 0.99), adam_wd=1e-4,
         sim_steps=300, sim_seeds=3, mc_count=2000, **_MC, judge_source=False, workers=1,
-        e13_batches=(8, 32, 128, 512), e13_lrs=(0.025, 0.05, 0.1, 0.2, 0.4), e13_seeds=3,
+        null_seeds=3, e13_batches=(8, 32, 128, 512), e13_lrs=(0.025, 0.05, 0.1, 0.2, 0.4), e13_seeds=3,
         e13_steps=2000, e13_target=0.1, e13_noise=0.7, e13_adam_lr=1e-3, e13_adam_steps=50,
     ),
     # The thesis's optimisers and schedule shape (drops at 1/2 and 3/4 of training), 4 seeds
@@ -208,7 +212,7 @@ PROFILES = {
         augment=False, model="resnet20", width=0.5, batch_size=256, epochs=12,
         milestones=(6, 9), lr_decay=0.1, window=16, seeds=4, **_THESIS_OPT,
         sim_steps=1000, sim_seeds=20, mc_count=20_000, **_MC, judge_source=False, workers=2,
-        **_E13, e13_seeds=8,
+        null_seeds=5, **_E13, e13_seeds=8,
     ),
     # The thesis's setting; 3 seeds (the thesis shows one run) so that its comparisons have
     # an interval.
@@ -217,7 +221,7 @@ PROFILES = {
         augment=True, model="resnet20", width=1.0, batch_size=1024, epochs=200,
         milestones=(100, 150), lr_decay=0.1, window=250, seeds=3, **_THESIS_OPT,
         sim_steps=1000, sim_seeds=20, mc_count=100_000, **_MC, judge_source=True, workers=1,
-        **_E13, e13_seeds=16,
+        null_seeds=3, **_E13, e13_seeds=16,
     ),
 }
 
@@ -336,10 +340,12 @@ def spike_rises(psi_window, drops: Sequence[int], window: int) -> np.ndarray:
     return np.array([psi[d:d + window].max() - psi[d - 1] for d in drops])
 
 
-def layer_spike_share(traj: dict, drops: Sequence[int], window: int) -> tuple[float, int]:
+def layer_spike_share(traj: dict, drops: Sequence[int], window: int,
+                      null_gains: Sequence[float] | float = 0.0) -> tuple[float, int]:
     """Share of the weight tensors (names ending in ``weight``) whose own ``psi_N`` spikes
-    after every lr drop (`controlled_spike_gains` > ``SPIKE_GAIN``: the rise beyond the same
-    tensor's rise at a step without a drop), and how many tensors there are.
+    after every lr drop (`controlled_spike_gains` minus ``null_gains`` > ``SPIKE_GAIN``: the
+    rise beyond the same tensor's rise at a step without a drop, and beyond the filtered-noise
+    null's controlled rise at that drop, one value per drop), and how many tensors there are.
 
     ``traj`` is a trajectory callback's result with ``per_layer`` (``layer_names``,
     ``layer_psi_window``, ``(T, layers)``).
@@ -347,8 +353,9 @@ def layer_spike_share(traj: dict, drops: Sequence[int], window: int) -> tuple[fl
     pick = [i for i, nm in enumerate(traj["layer_names"]) if nm.endswith("weight")]
     if not pick:
         raise ValueError("the trajectory has no per-layer weight tensors (per_layer=False?)")
+    null_gains = np.broadcast_to(np.asarray(null_gains, dtype=np.float64), (len(drops),))
     spikes = [(controlled_spike_gains(traj["layer_psi_window"][:, i], drops, window)
-               > SPIKE_GAIN).all() for i in pick]
+               - null_gains > SPIKE_GAIN).all() for i in pick]
     return float(np.mean(spikes)), len(pick)
 
 
@@ -367,6 +374,54 @@ def phase_means(psi_window, drops: Sequence[int], window: int) -> np.ndarray:
     if list(edges) != sorted(edges) or len(set(edges)) != len(edges):
         raise ValueError(f"need window < drops < {psi.size} steps, got {window}, {list(drops)}")
     return np.array([psi[a:b].mean() for a, b in itertools.pairwise(edges)])
+
+
+# ------------------------------------------------- the filtered-noise null (figs 3.7-3.19)
+def noise_null(s: Settings, name: str, n: int, steps: int) -> dict[str, np.ndarray]:
+    """The null of the directedness claims for optimiser ``name``: iid ``N(0, I_n)``
+    gradients (``n``: the run's number of parameters) through that optimiser's update rule
+    with the run's momentum or betas and lr schedule, for the run's ``steps``, once per null
+    seed (``null_seeds``; seeds 0, 1, ...): `filtered_noise.filtered_noise_null`, every key
+    ``(null_seeds, steps)``. Weight decay is left out (module docstring there)."""
+    cfg = directedness_configs(s)[name]
+    lr = fnull.multistep_lr(cfg.lr, steps, [d for d in s.drops() if d < steps], s.lr_decay)
+    kw = {"momentum": cfg.momentum} if name == "sgdm" else {"betas": cfg.betas}
+    return fnull.filtered_noise_null(int(n), int(steps), name, window=s.window,
+                                     seeds=range(s.null_seeds), lr=lr, **kw)
+
+
+def min_null_ratio(psi_window, null_psi_window, window: int) -> float:
+    """``min_t psi_N(t) / psi_N^null(t)`` over ``t > N``, the null the mean over its seeds
+    (rows of ``null_psi_window``; a 1-D curve is one seed)."""
+    psi = np.asarray(psi_window, dtype=np.float64)
+    null = np.atleast_2d(np.asarray(null_psi_window, dtype=np.float64)).mean(0)
+    if null.shape != psi.shape:
+        raise ValueError(f"the null has {null.shape[0]} steps, the run {psi.size}")
+    return float(np.min(psi[window:] / null[window:]))
+
+
+def null_fit(ds, dt, null_ds, null_dt, gamma: float) -> dict[str, Any]:
+    """The filtered-noise null scaled to a run's ``D_s``, ``D_t`` by eq. 3.15 with weight
+    ``gamma`` (as fig 3.12 fits the random walk's sigma): the null's curves (means over its
+    seeds) times the least-squares scale, which is exact since both are linear in it. With
+    momentum 0 and a constant lr the null's curves are the random walk's, and this is
+    `fit_rw`'s ``sigma_lstsq`` fit."""
+    ds, dt = np.asarray(ds, dtype=np.float64), np.asarray(dt, dtype=np.float64)
+    a = np.atleast_2d(np.asarray(null_ds, dtype=np.float64)).mean(0)
+    b = np.atleast_2d(np.asarray(null_dt, dtype=np.float64)).mean(0)
+    if not (a.shape == b.shape == ds.shape == dt.shape):
+        raise ValueError(f"need curves of one length, got {ds.shape}, {dt.shape}, {a.shape}, "
+                         f"{b.shape}")
+    scale = (gamma * a @ ds + (1 - gamma) * b @ dt) / (gamma * a @ a + (1 - gamma) * b @ b)
+    return {"scale": float(scale), "ds_fit": scale * a, "dt_fit": scale * b,
+            "objective": tj.fit_objective(ds, dt, scale * a, scale * b, gamma)}
+
+
+def null_spike_gains(null_psi_window, drops: Sequence[int], window: int) -> np.ndarray:
+    """`controlled_spike_gains` of the null, per drop, averaged over its seeds: the rise
+    after an lr drop that noise through the same filters and schedule shows."""
+    rows = np.atleast_2d(np.asarray(null_psi_window, dtype=np.float64))
+    return np.mean([controlled_spike_gains(r, drops, window) for r in rows], axis=0)
 
 
 # ------------------------------------------------------------- fits (figs 3.12, 3.17, 3.18)

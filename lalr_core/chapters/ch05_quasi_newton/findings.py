@@ -109,7 +109,7 @@ def fig46(runs: Mapping[tuple[str, int], dict], diverge_runs: Mapping[tuple[str,
         diverge=Finding(all(n == len(seeds) for n in counts.values()),
                         {arm: f"{n} of {len(seeds)} runs diverged" for arm, n in counts.items()},
                         f"diverged: NaN, or a final loss above the initial ln 10, at lr "
-                        f"{diverge_lr:g}"),
+                        f"{diverge_lr:g}; in every seed", replicates=len(seeds)),
         numbers=numbers)
 
 
@@ -173,38 +173,59 @@ def share_interval(k: int, n: int, *, threshold: float = 0.5, side: str = "great
                     f"Clopper-Pearson interval of a share of {n} {unit}s", unit=unit)
 
 
-def fig47_49(lc: pd.DataFrame, sl: pd.DataFrame, gc: pd.DataFrame, random_scale: float,
-             lc_bound: float = 0.1) -> Fig47To49:
-    """From one run's records: ``lc`` (column ``q_lc`` per checkpoint, the start first), ``sl``
-    (``q_sl`` per record), ``gc`` (``q_gc`` as printed and ``q_gc_pairs`` per batch) and the
-    random-vector scale ``10 / sqrt(P)``."""
-    q_lc, q_sl = lc.q_lc.to_numpy(float), sl.q_sl.to_numpy(float)
-    valid = gc.q_gc.dropna().to_numpy(float)
-    ev = _judged("fig4.9-overlap", share_interval(int((valid > 0).sum()), len(valid)))
+def _runs(x) -> list:
+    """One run's record as a list of one, or the list of independent runs' records."""
+    return [x] if isinstance(x, (pd.DataFrame, Mapping)) else list(x)
+
+
+def fig47_49(lc, sl, gc, random_scale: float, lc_bound: float = 0.1) -> Fig47To49:
+    """From one run's records, or a list of independent runs' (each bool then holds in every
+    run, and fig 4.9's share is a t interval over the runs): ``lc`` (column ``q_lc`` per
+    checkpoint, the start first), ``sl`` (``q_sl`` per record), ``gc`` (``q_gc`` as printed and
+    ``q_gc_pairs`` per batch) and the random-vector scale ``10 / sqrt(P)``. One run is one
+    replicate: its verdicts are recorded INCONCLUSIVE."""
+    lcs, sls, gcs = _runs(lc), _runs(sl), _runs(gc)
+    k = len(lcs)
+    q_lc = [x.q_lc.to_numpy(float) for x in lcs]
+    q_sl = [x.q_sl.to_numpy(float) for x in sls]
+    valid = [g.q_gc.dropna().to_numpy(float) for g in gcs]
+    if k == 1:
+        ev = share_interval(int((valid[0] > 0).sum()), len(valid[0]))
+    else:
+        ev = mean_interval([float(np.mean(v > 0)) for v in valid], unit="run")
+    ev = _judged("fig4.9-overlap", ev)
+    how = "one run" if k == 1 else f"in every one of {k} runs"
+    first = 0
     return Fig47To49(
-        lc_small=Finding(bool((q_lc < lc_bound).all()),
-                         {f"checkpoint {i}": f"{v:.3g}" for i, v in enumerate(q_lc)},
-                         f"our bound {lc_bound:g}; q^LC = u/f² scales as 1/logit; one run"),
-        lc_start=Finding(bool(q_lc[0] > q_lc[1:].max()),
-                         {"start": f"{q_lc[0]:.3g}", "largest later": f"{q_lc[1:].max():.3g}"},
-                         "one run"),
-        sl_high=Finding(bool((q_sl > random_scale).all()),
-                        {"min q^SL": round(float(q_sl.min()), 4),
-                         "10/√P": round(float(random_scale), 4)}, "one run"),
-        sl_relaxes=Finding(bool(q_sl[-1] < q_sl[0]), {"start": round(float(q_sl[0]), 4),
-                                                      "end": round(float(q_sl[-1]), 4)},
-                           "one run"),
+        lc_small=Finding(bool(all((q < lc_bound).all() for q in q_lc)),
+                         {f"checkpoint {i}": f"{v:.3g}" for i, v in enumerate(q_lc[first])},
+                         f"our bound {lc_bound:g}; q^LC = u/f² scales as 1/logit; {how}",
+                         replicates=k),
+        lc_start=Finding(bool(all(q[0] > q[1:].max() for q in q_lc)),
+                         {"start": f"{q_lc[first][0]:.3g}",
+                          "largest later": f"{q_lc[first][1:].max():.3g}"}, how, replicates=k),
+        sl_high=Finding(bool(all((q > random_scale).all() for q in q_sl)),
+                        {"min q^SL": round(float(min(q.min() for q in q_sl)), 4),
+                         "10/√P": round(float(random_scale), 4)}, how, replicates=k),
+        sl_relaxes=Finding(bool(all(q[-1] < q[0] for q in q_sl)),
+                           {"start": round(float(q_sl[first][0]), 4),
+                            "end": round(float(q_sl[first][-1]), 4)}, how, replicates=k),
         gc_overlap=Finding(ev, {"share of batches with q^GC > 0": ev.text(3),
-                                "median q^GC (printed)": round(float(np.median(valid)), 4),
-                                "median over pairs": round(float(gc.q_gc_pairs.median()), 4),
+                                "median q^GC (printed)": round(float(np.median(valid[first])), 4),
+                                "median over pairs": round(float(gcs[first].q_gc_pairs.median()),
+                                                           4),
                                 "batches whose pair mean > 10/√P": round(float(
-                                    (gc.q_gc_pairs > random_scale).mean()), 4)},
-                           "one run; successive batches are not independent, so the interval "
-                           "is narrower than it should be"),
-        gc_contrast=Finding(bool(q_sl.mean() > gc.q_gc_pairs.mean()),
-                            {"mean q^SL": round(float(q_sl.mean()), 4),
-                             "mean q^GC over pairs": round(float(gc.q_gc_pairs.mean()), 4)},
-                            "one run; the mean over pairs is twice eq. 4.41 as printed"))
+                                    (gcs[first].q_gc_pairs > random_scale).mean()), 4)},
+                           "one run (1 replicate): successive batches are not independent, so "
+                           "the interval is narrower than it should be" if k == 1 else
+                           f"t interval over {k} runs' shares"),
+        gc_contrast=Finding(bool(all(q.mean() > g.q_gc_pairs.mean() for q, g in zip(
+            q_sl, gcs, strict=True))),
+                            {"mean q^SL": round(float(q_sl[first].mean()), 4),
+                             "mean q^GC over pairs": round(float(gcs[first].q_gc_pairs.mean()),
+                                                           4)},
+                            f"{how}; the mean over pairs is twice eq. 4.41 as printed",
+                            replicates=k))
 
 
 # ----------------------------------------------------------------------------- fig E.1
@@ -217,29 +238,43 @@ class FigE1:
     null_q99: float
 
 
-def fige1(alignment: Mapping, null: Sequence[float], classes: int, rtol: float) -> FigE1:
+def fige1(alignment, null, classes: int, rtol: float) -> FigE1:
     """From `hessian.class_subspace_alignment`'s ``alignment`` (``hungarian`` per stored batch,
     the ``late`` mask, ``median_early`` / ``median_late`` per tolerance, ``ranks``) and the
     assignment's mean |cos| of random directions against the same eigenvectors (``null``,
-    `hessian.random_assignment_null`): the late batches' excess over the null's 99th
-    percentile (t interval over the batches), and whether the median rank at ``rtol`` falls to
-    at most ``C + 2`` and below its early median."""
-    q99 = float(np.quantile(np.asarray(null, dtype=float), 0.99))
-    late = np.asarray(alignment["hungarian"], dtype=float)[np.asarray(alignment["late"])]
-    ev = _judged("figE.1-cosine", mean_interval(late[np.isfinite(late)] - q99, unit="step"))
-    early_med, late_med = alignment["median_early"][rtol], alignment["median_late"][rtol]
-    ranks = np.asarray(alignment["ranks"][rtol], dtype=float)
+    `hessian.random_assignment_null`), of one run or lists over independent runs: the late
+    batches' excess over the null's 99th percentile (one run: t interval over its batches, 1
+    replicate; several: t interval over the runs' mean excess), and whether the median rank
+    at ``rtol`` falls to at most ``C + 2`` and below its early median (in every run)."""
+    als = _runs(alignment)
+    nulls = [null] if len(als) == 1 else list(null)
+    k = len(als)
+    q99s = [float(np.quantile(np.asarray(n_, dtype=float), 0.99)) for n_ in nulls]
+    excess = []
+    for al, q in zip(als, q99s, strict=True):
+        late = np.asarray(al["hungarian"], dtype=float)[np.asarray(al["late"])]
+        excess.append(late[np.isfinite(late)] - q)
+    ev = mean_interval(excess[0], unit="step") if k == 1 else \
+        mean_interval([float(e.mean()) for e in excess], unit="run")
+    ev = _judged("figE.1-cosine", ev)
+    al = als[0]
+    early_med, late_med = al["median_early"][rtol], al["median_late"][rtol]
+    ranks = np.asarray(al["ranks"][rtol], dtype=float)
+    holds = all(a["median_late"][rtol] <= classes + 2 and
+                a["median_late"][rtol] < a["median_early"][rtol] for a in als)
+    how = "one run" if k == 1 else f"in every one of {k} runs"
     return FigE1(
         cosine=Finding(ev, {"late batches' mean |cos| − null q99": ev.text(4),
-                            "null (random directions) q99": round(q99, 4),
-                            "null median": round(float(np.median(null)), 4)},
-                       "one run; successive batches are not independent"),
-        rank=Finding(bool(late_med <= classes + 2 and late_med < early_med),
+                            "null (random directions) q99": round(q99s[0], 4),
+                            "null median": round(float(np.median(nulls[0])), 4)},
+                       "one run (1 replicate); successive batches are not independent"
+                       if k == 1 else f"t interval over {k} runs"),
+        rank=Finding(bool(holds),
                      {"median, first 10 %": early_med, "median, last 20 %": late_med,
                       "C": classes,
                       "steps at rank C (%)": round(100 * float(np.mean(ranks == classes)), 1)},
-                     f"one run; numerical rank at τ = {rtol:g}"),
-        null_q99=q99)
+                     f"{how}; numerical rank at τ = {rtol:g}", replicates=k),
+        null_q99=q99s[0])
 
 
 # ----------------------------------------------------------------------------- fig 4.10
@@ -288,8 +323,13 @@ def fig410(runs: Mapping[tuple[str, int], Sequence[dict]], sizes: Sequence[int],
     src = _overtake_parts(source_runs, sizes, "fig4.10-source-lr")
     cross = {bs: crossover_epoch(mean_curve(runs[("sgd", bs)]), mean_curve(runs[(QN, bs)]))
              for bs in sizes}
-    order = crossover_order(cross)
-    missing = [bs for bs, c in cross.items() if c is None]
+    n_seeds = len(runs[("sgd", sizes[0])])
+    per_seed_cross = [{bs: crossover_epoch(held_out_loss(runs[("sgd", bs)][i]),
+                                           held_out_loss(runs[(QN, bs)][i])) for bs in sizes}
+                      for i in range(n_seeds)]
+    orders = [crossover_order(c) for c in per_seed_cross]
+    order = None if any(o is None for o in orders) else all(orders)
+    missing = sorted({bs for c in per_seed_cross for bs, e in c.items() if e is None})
     src_cross = {f"batch {bs}": crossover_epoch(mean_curve(source_runs[("sgd", bs)]),
                                                 mean_curve(source_runs[(QN, bs)]))
                  for bs in sizes}
@@ -300,11 +340,13 @@ def fig410(runs: Mapping[tuple[str, int], Sequence[dict]], sizes: Sequence[int],
         overtakes=Finding(every(over), texts(over, 3),
                           "QN − SGD final held-out loss, paired by seed; every batch size, the "
                           "full batch included, must hold"),
-        order=Finding(order, {f"batch {bs}": c for bs, c in cross.items()},
-                      "crossover epoch of the seed-mean curves, non-increasing as the batch "
-                      "shrinks" if order is not None else
-                      f"not judged: no crossover at batch {missing} (the overtaking claim "
-                      "carries it)"),
+        order=Finding(order, {"per seed": [{f"batch {bs}": e for bs, e in c.items()}
+                                           for c in per_seed_cross],
+                              "seed-mean curves": {f"batch {bs}": c for bs, c in cross.items()}},
+                      f"crossover epoch per seed, non-increasing as the batch shrinks, in "
+                      f"every one of {n_seeds} seeds" if order is not None else
+                      f"not judged: no crossover at batch {missing} in some seed (the "
+                      "overtaking claim carries it)", replicates=n_seeds),
         source_lr=Finding(every(src), {**texts(src, 3), "crossover epochs": src_cross},
                           f"at lr {source_lr:g}, the caption's; paired by seed"),
         crossovers=cross, overtake_parts=over, source_parts=src)
@@ -319,18 +361,23 @@ class Fig411:
     zero: Finding
 
 
-def fig411(spec: Mapping, n_eigenvalues: int) -> Fig411:
-    """From `hessian.spectrum_numbers`: λ_max > 10 × the median of the top 30, and > 90 % of
-    the ``n_eigenvalues`` with |λ| < 0.01 λ_max (N/A when only the top is known)."""
+def fig411(spec, n_eigenvalues: int) -> Fig411:
+    """From `hessian.spectrum_numbers` of one run, or a list over independent runs (each bool
+    then holds in every run): λ_max > 10 × the median of the top 30, and > 90 % of the
+    ``n_eigenvalues`` with |λ| < 0.01 λ_max (N/A when only the top is known). One run is one
+    replicate: recorded INCONCLUSIVE."""
+    specs = _runs(spec)
+    k, sp = len(specs), specs[0]
+    how = "one run" if k == 1 else f"in every one of {k} runs"
     return Fig411(
-        large=Finding(bool(spec["lam_max"] > 10 * spec["median_top"]),
-                      f"λ_max {spec['lam_max']:.4g}, median of top 30 {spec['median_top']:.4g}",
-                      "one run"),
+        large=Finding(bool(all(x["lam_max"] > 10 * x["median_top"] for x in specs)),
+                      f"λ_max {sp['lam_max']:.4g}, median of top 30 {sp['median_top']:.4g}",
+                      how, replicates=k),
         zero=Finding(None, detail=f"needs every eigenvalue; the Hessian of {n_eigenvalues} "
                      "parameters is too large to form, and Lanczos gave its top 30")
-        if spec["small"] is None else
-        Finding(bool(spec["small"] > 0.9), f"{100 * spec['small']:.1f} % of {n_eigenvalues}",
-                "one run"))
+        if any(x["small"] is None for x in specs) else
+        Finding(bool(all(x["small"] > 0.9 for x in specs)),
+                f"{100 * sp['small']:.1f} % of {n_eigenvalues}", how, replicates=k))
 
 
 # ----------------------------------------------------------------------------- fig 4.14
@@ -369,31 +416,53 @@ class Fig415:
     spread: Finding
 
 
-def fig415(numbers: pd.DataFrame, threshold: float) -> Fig415:
-    """From `numbers.phi_numbers` per seed (rows): the median φ_t with step t's own update left
-    out (``median_phi_null``; the raw ``median_phi`` beside it), the share beyond the
-    random-vector ``threshold`` 10/√n, D_t's share of rising steps and D_t(T/4)/D_t(T), and
-    the log spread ratio; each a t interval over seeds."""
-    ev = {cid: _judged(cid, mean_interval(numbers[col]))
-          for cid, col in (("fig4.15-toward", "median_phi_null"), ("fig4.15-few", "significant"),
-                           ("fig4.15-rises", "dt_rises"), ("fig4.15-early", "dt_quarter"),
-                           ("fig4.15-spread", "log_spread"))}
+def fig415(numbers: pd.DataFrame, threshold: float, null: pd.DataFrame) -> Fig415:
+    """From `numbers.phi_numbers` per seed (rows) and `numbers.random_walk_phi_numbers` of the
+    same seeds (``null``: the same optimiser, steps and per-filter gradient norms, independent
+    random directions): the claims judged against that null, paired by seed (the median φ_t
+    with step t's own update left out, real − null < 0; D_t(T/4)/D_t(T), real − null > 0);
+    the checks the null also passes (the share beyond 10/√n < 25 %, D_t rising on > 90 % of
+    the steps, the log spread ratio > 0) as t intervals over seeds of the real run, the null's
+    beside them."""
+    null = null.loc[numbers.index]
+
+    def vs_null(cid, col):
+        return _judged(cid, paired_difference(numbers[col], null[col]))
+
+    ev = {"fig4.15-toward": vs_null("fig4.15-toward", "median_phi_null"),
+          "fig4.15-early": vs_null("fig4.15-early", "dt_quarter")}
+    ev.update({cid: _judged(cid, mean_interval(numbers[col]))
+               for cid, col in (("fig4.15-few", "significant"), ("fig4.15-rises", "dt_rises"),
+                                ("fig4.15-spread", "log_spread"))})
+    nul = {col: mean_interval(null[col]).text(3)
+           for col in ("median_phi_null", "significant", "dt_rises", "dt_quarter", "log_spread")}
     raw = mean_interval(numbers["median_phi"], side="less")
     return Fig415(
         toward=Finding(ev["fig4.15-toward"], {
-            "median φ_t, own update left out": ev["fig4.15-toward"].text(3),
+            "median φ_t, own update left out, real − null": ev["fig4.15-toward"].text(3),
+            "the same, null alone": nul["median_phi_null"],
             "median φ_t as recorded (contains step t's own update)": raw.text(3)},
             "θ_τ − θ_t contains step t's own update, −lr g_t (1 − β^(τ−t+1)) / (1 − β) with "
             "momentum β, which points against g_t by construction; it is removed before the "
-            "cosine. Median over steps and filters, one per seed"),
-        few=Finding(ev["fig4.15-few"], f"share: {ev['fig4.15-few'].text(4)} (threshold "
-                                       f"{threshold:.3f})", "10/√n of app. A.1.4"),
-        rises=Finding(ev["fig4.15-rises"], f"share of steps: {ev['fig4.15-rises'].text(4)}",
-                      "D_t of the layer's weight (eq. 3.1)"),
-        early=Finding(ev["fig4.15-early"], f"D_t(T/4) / D_t(T): {ev['fig4.15-early'].text(3)}",
-                      "a random walk gives √(1/4) = 0.5"),
-        spread=Finding(ev["fig4.15-spread"], f"log ratio: {ev['fig4.15-spread'].text(3)}",
-                       "the thesis's text"))
+            "cosine. Median over steps and filters, one per seed, paired with its "
+            "independent-gradient null"),
+        few=Finding(ev["fig4.15-few"], {"share": ev["fig4.15-few"].text(4),
+                                        "null's share": nul["significant"],
+                                        "threshold 10/√n": round(float(threshold), 3)},
+                    "10/√n of app. A.1.4; independent gradients pass it too"),
+        rises=Finding(ev["fig4.15-rises"], {"share of steps": ev["fig4.15-rises"].text(4),
+                                            "null's share": nul["dt_rises"]},
+                      "D_t of the layer's weight (eq. 3.1); a random walk rises too"),
+        early=Finding(ev["fig4.15-early"], {
+            "D_t(T/4) / D_t(T), real − null": ev["fig4.15-early"].text(3),
+            "null alone": nul["dt_quarter"]},
+            "paired by seed with the null of the same gradient norms (a random walk of equal "
+            "steps gives √(1/4) = 0.5; larger norms early raise it without any shared "
+            "direction)"),
+        spread=Finding(ev["fig4.15-spread"], {"log ratio": ev["fig4.15-spread"].text(3),
+                                              "null's": nul["log_spread"]},
+                       "the thesis's text; the null spreads at the end too (its own update "
+                       "dominates the short remaining path)"))
 
 
 # ----------------------------------------------------------------------------- fig 4.16
@@ -408,39 +477,55 @@ class Fig416:
     degrades: Finding
 
 
-def fig416(numbers: Mapping[int, pd.DataFrame], sizes: Sequence[int]) -> Fig416:
-    """From `numbers.cohesion_numbers` per seed (``sizes`` smallest first): the mean cos ψ_i
-    of each larger size minus the next smaller > 0, the within-probe sd of each smaller minus
-    the next larger > 0, points with cos ψ_i > 0.9 at the smallest size, the share of its
-    probes whose most aligned gradient is the largest > 1/2, and last − first epoch's C < 0 at
-    every size."""
-    def col(name, b):
-        return np.array([numbers[s].loc[b, name] for s in numbers], dtype=float)
+def fig416(numbers: Mapping[int, pd.DataFrame], sizes: Sequence[int],
+           null: Mapping[int, pd.DataFrame]) -> Fig416:
+    """From `numbers.cohesion_numbers` per seed (``sizes`` smallest first) and
+    `numbers.independent_cohesion_numbers` of the same seeds (``null``: each probe's gradient
+    norms with independent random directions, which alone make cos ψ_i rise and spread less
+    with the batch size): paired by seed, the rise of the mean cos ψ_i from each size to the
+    next larger beyond the null's rise > 0, the fall of the within-probe sd beyond the null's
+    fall > 0, and last − first epoch's C beyond the null's change < 0 at every size; at the
+    smallest size, points with cos ψ_i > 0.9 in every seed, and the share of its probes whose
+    most aligned gradient is the largest > 1/2 (both against equal norms, where neither
+    happens; the independent-gradient null's numbers beside them)."""
+    seeds = list(numbers)
+
+    def col(name, b, source=numbers):
+        return np.array([source[s].loc[b, name] for s in seeds], dtype=float)
+
+    def step(name, b_from, b_to, source):
+        return col(name, b_to, source) - col(name, b_from, source)
 
     pairs = list(pairwise(sizes))
-    mean = {f"{b2} − {b1}": _judged("fig4.16-mean", paired_difference(col("mean_cos", b2),
-                                                                      col("mean_cos", b1)))
-            for b1, b2 in pairs}
-    sd = {f"{b1} − {b2}": _judged("fig4.16-spread", paired_difference(col("within_sd", b1),
-                                                                     col("within_sd", b2)))
-          for b1, b2 in pairs}
+    mean = {f"{b2} − {b1}": _judged("fig4.16-mean", paired_difference(
+        step("mean_cos", b1, b2, numbers), step("mean_cos", b1, b2, null))) for b1, b2 in pairs}
+    sd = {f"{b1} − {b2}": _judged("fig4.16-spread", paired_difference(
+        step("within_sd", b2, b1, numbers), step("within_sd", b2, b1, null))) for b1, b2 in pairs}
     small = sizes[0]
-    n_high = int(np.nansum(col("n_high", small)))
+    n_high = col("n_high", small)
     top = _judged("fig4.16-largest", mean_interval(col("top_is_largest", small)))
-    time = {str(b): _judged("fig4.16-degrades", paired_difference(col("last_C", b),
-                                                                  col("first_C", b)))
-            for b in sizes}
+    time = {str(b): _judged("fig4.16-degrades", paired_difference(
+        col("last_C", b) - col("first_C", b), col("last_C", b, null) - col("first_C", b, null)))
+        for b in sizes}
     return Fig416(
-        mean=Finding(every(mean), texts(mean, 3), "larger size minus smaller, paired by seed"),
-        spread=Finding(every(sd), texts(sd, 3), "sd of a probe's d values, mean over probes; "
-                                                "smaller size minus larger, paired by seed"),
-        high=Finding(n_high > 0, f"{n_high} points with cos ψ_i > 0.9 over {len(numbers)} runs",
-                     "'ψ_i ≈ 1' read as cos ψ_i ≈ 1"),
-        largest=Finding(top, f"share of probes: {top.text(3)}",
+        mean=Finding(every(mean), texts(mean, 3),
+                     "larger size minus smaller, minus the same for the independent-gradient "
+                     "null, paired by seed"),
+        spread=Finding(every(sd), texts(sd, 3),
+                       "sd of a probe's d values, mean over probes; smaller size minus larger, "
+                       "minus the same for the null, paired by seed"),
+        high=Finding(bool(np.all(n_high > 0)),
+                     {"points with cos ψ_i > 0.9 per seed": n_high.astype(int).tolist(),
+                      "the null's": col("n_high", small, null).astype(int).tolist()},
+                     "'ψ_i ≈ 1' read as cos ψ_i ≈ 1; in every seed", replicates=len(seeds)),
+        largest=Finding(top, {"share of probes": top.text(3),
+                              "the null's share": mean_interval(
+                                  col("top_is_largest", small, null)).text(3)},
                         "per seed: the share of probes whose largest cos ψ_i and largest ‖g_i‖ "
-                        "are the same gradient"),
+                        "are the same gradient (chance with equal norms: 1/d)"),
         degrades=Finding(every(time), texts(time, 3),
-                         "last epoch's C minus the first's, paired by seed; every size"))
+                         "last epoch's C minus the first's, minus the null's, paired by seed; "
+                         "every size"))
 
 
 # ----------------------------------------------------------------------------- fig 4.20

@@ -119,6 +119,34 @@ def own_update_removed(phi, dist, grad_norm, steps, total_steps: int, lr: float,
     return out
 
 
+def phi_summary(phi, dist, grad_norm, steps, total_steps: int, lr: float, momentum: float,
+                n: int, dt) -> dict[str, float]:
+    """Fig 4.15's per-run quantities from the per-filter records (``phi``, ``dist``,
+    ``grad_norm`` ``(T, F)``, ``steps`` ``(T,)``) and the layer's ``D_t`` after every step
+    (``dt``): the numbers `phi_numbers` returns, for a real run or the independent-gradient
+    null (`random_walk_phi_numbers`)."""
+    phi = np.asarray(phi, dtype=float)
+    dt = np.asarray(dt, dtype=float)
+    tenth = max(1, len(phi) // 10)
+    quarter = max(1, int(np.ceil(len(dt) / 4)))
+    finite = phi[np.isfinite(phi)]
+    null = own_update_removed(phi, dist, grad_norm, steps, total_steps, lr, momentum)
+    return {"median_phi": float(np.median(finite)), "negative": float(np.mean(finite < 0)),
+            "median_phi_null": float(np.nanmedian(null)),
+            "negative_null": float(np.nanmean(null[np.isfinite(null)] < 0)),
+            "significant": gradient_statistics.significant_fraction(phi, n),
+            "dt_rises": float(np.mean(np.diff(np.r_[0.0, dt]) >= 0)),
+            "dt_quarter": float(dt[quarter - 1] / dt[-1]),
+            "log_spread": float(np.log(np.nanstd(phi[-tenth:]) / np.nanstd(phi[:tenth])))}
+
+
+def _phi_run_args(res: dict) -> tuple[dict, int, float, float]:
+    fg = res["callbacks"]["filter_gradients"]
+    cfg = res["config"]
+    momentum = float(cfg["momentum"]) if cfg["optimizer"] == "sgdm" else 0.0
+    return fg, int(max(fg["epoch_end_step"].values())), float(cfg["lr"]), momentum
+
+
 def phi_numbers(res: dict, layer: str) -> dict[str, float]:
     """Fig 4.15's per-run quantities (our checks of the figure, and of the source's text).
 
@@ -129,25 +157,61 @@ def phi_numbers(res: dict, layer: str) -> dict[str, float]:
     ``dt_rises`` (fraction of steps on which the layer's ``D_t`` does not fall, the first step
     counted from ``D_t = 0``), ``dt_quarter`` (``D_t`` after the first quarter of the steps over
     its final value) and ``log_spread`` (log of the standard deviation of ``phi_t`` over the last
-    tenth of the records over that of the first tenth).
+    tenth of the records over that of the first tenth). `random_walk_phi_numbers` gives the
+    same numbers for the independent-gradient null of the same run.
     """
-    fg = res["callbacks"]["filter_gradients"]
-    phi = np.asarray(fg["phi"], dtype=float)
-    tenth = max(1, len(phi) // 10)
-    dt = layer_dt(res, layer)
-    quarter = max(1, int(np.ceil(len(dt) / 4)))
-    finite = phi[np.isfinite(phi)]
-    cfg = res["config"]
-    null = own_update_removed(phi, fg["dist"], fg["grad_norm"], fg["step"],
-                              max(fg["epoch_end_step"].values()), float(cfg["lr"]),
-                              float(cfg["momentum"]) if cfg["optimizer"] == "sgdm" else 0.0)
-    return {"median_phi": float(np.median(finite)), "negative": float(np.mean(finite < 0)),
-            "median_phi_null": float(np.nanmedian(null)),
-            "negative_null": float(np.nanmean(null[np.isfinite(null)] < 0)),
-            "significant": gradient_statistics.significant_fraction(phi, fg["n"]),
-            "dt_rises": float(np.mean(np.diff(np.r_[0.0, dt]) >= 0)),
-            "dt_quarter": float(dt[quarter - 1] / dt[-1]),
-            "log_spread": float(np.log(np.nanstd(phi[-tenth:]) / np.nanstd(phi[:tenth])))}
+    fg, total, lr, momentum = _phi_run_args(res)
+    return phi_summary(fg["phi"], fg["dist"], fg["grad_norm"], fg["step"], total, lr, momentum,
+                       fg["n"], layer_dt(res, layer))
+
+
+def random_walk_phi(grad_norm, steps, total_steps: int, n: int, lr: float, momentum: float,
+                    seed: int = 0) -> dict[str, np.ndarray]:
+    """Fig 4.15's null: the same optimiser (SGD with ``momentum``, constant ``lr``, no weight
+    decay) driven by independent gradients, uniformly random directions in each filter's ``n``
+    dimensions with the run's own per-filter norms (``grad_norm`` ``(T, F)`` at the recorded
+    1-based ``steps``; between two records a step takes the last recorded norm), so that they
+    share no direction with each other or with the solution.
+
+    Returns ``phi``, ``dist``, ``grad_norm`` ``(T, F)`` at the recorded steps (as
+    `gradient_probes.FilterGradients` records them: ``phi`` the cosine of ``g_t`` with
+    ``theta_tau - theta_{t-1}``) and ``dt`` ``(total_steps,)``, the layer's distance from its
+    start after every step. Memory: the recorded steps' weights, ``T x F x n`` floats.
+    """
+    gn = np.asarray(grad_norm, dtype=np.float64)
+    steps = np.asarray(steps, dtype=int)
+    T, F = gn.shape
+    if T == 0 or len(steps) != T or steps[0] != 1 or np.any(np.diff(steps) <= 0):
+        raise ValueError("need records at increasing 1-based steps, the first at step 1")
+    rng = np.random.default_rng(seed)
+    rec = np.searchsorted(steps, np.arange(1, total_steps + 1), side="right") - 1
+    theta, buf = np.zeros((F, n)), np.zeros((F, n))
+    where = {int(t): i for i, t in enumerate(steps)}
+    before, grads = np.empty((T, F, n)), np.empty((T, F, n))
+    dt = np.empty(total_steps)
+    for k in range(1, total_steps + 1):
+        g = rng.standard_normal((F, n))
+        g *= (gn[rec[k - 1]] / np.linalg.norm(g, axis=1))[:, None]
+        i = where.get(k)
+        if i is not None:
+            before[i], grads[i] = theta, g
+        buf = momentum * buf + g
+        theta = theta - lr * buf
+        dt[k - 1] = np.linalg.norm(theta)
+    rest = theta[None] - before
+    dist = np.linalg.norm(rest, axis=-1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        phi = (rest * grads).sum(-1) / (dist * np.linalg.norm(grads, axis=-1))
+    return {"phi": phi, "dist": dist, "grad_norm": np.linalg.norm(grads, axis=-1), "dt": dt}
+
+
+def random_walk_phi_numbers(res: dict, seed: int = 0) -> dict[str, float]:
+    """`phi_numbers` of fig 4.15's independent-gradient null (`random_walk_phi`) of run
+    ``res``: its optimiser, steps and per-filter gradient norms, random directions."""
+    fg, total, lr, momentum = _phi_run_args(res)
+    sim = random_walk_phi(fg["grad_norm"], fg["step"], total, int(fg["n"]), lr, momentum, seed)
+    return phi_summary(sim["phi"], sim["dist"], sim["grad_norm"], fg["step"], total, lr,
+                       momentum, fg["n"], sim["dt"])
 
 
 def cohesion_numbers(res: dict, epochs: int, high: float = 0.9) -> pd.DataFrame:
@@ -178,6 +242,53 @@ def cohesion_numbers(res: dict, epochs: int, high: float = 0.9) -> pd.DataFrame:
             "first_C": float(c[c.epoch <= 1]["cohesion"].mean()),
             "last_C": float(c[c.epoch > epochs - 1]["cohesion"].mean())}
     return pd.DataFrame(rows).T.rename_axis("batch_size")
+
+
+def independent_cohesion(points: pd.DataFrame, dim: int, seed: int = 0
+                         ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Fig 4.16's null: each probe's ``d`` gradients with their recorded norms (``points``:
+    ``step, epoch, batch_size, i, cos, norm``) but independent, uniformly random directions in
+    ``dim`` dimensions (the network's parameters), so that they share no direction:
+    ``cos psi_i`` of that null, exactly (the unit vectors' Gram matrix is drawn from its
+    Wishart law, ``scipy.stats.wishart``, instead of the vectors). With no shared direction
+    ``cos psi_i ~ ||g_i|| / sqrt(sum_j ||g_j||^2)``: it still rises with the batch size where
+    larger batches have more even norms, and the largest gradient is the most aligned.
+
+    Returns ``(points, probes)`` as `gradient_probes.CohesionProbe` records them (``probes``:
+    ``step, epoch, batch_size, cohesion``), for `cohesion_numbers`.
+    """
+    from scipy.stats import wishart
+
+    rng = np.random.default_rng(seed)
+    pts = points.sort_values(["batch_size", "step", "i"]).reset_index(drop=True)
+    groups = pts.groupby(["batch_size", "step"], sort=False)
+    sizes = groups.size().to_numpy()
+    cos = np.empty(len(pts))
+    start = 0
+    for d in np.unique(sizes):
+        which = np.flatnonzero(sizes == d)
+        rows = np.concatenate([np.arange(o, o + d) for o in np.r_[0, np.cumsum(sizes)][which]])
+        W = np.asarray(wishart(df=int(dim), scale=np.eye(int(d))).rvs(
+            size=len(which), random_state=rng)).reshape(len(which), d, d)
+        u = np.sqrt(np.einsum("kii->ki", W))
+        r = pts["norm"].to_numpy(float)[rows].reshape(len(which), d)
+        G = W / (u[:, :, None] * u[:, None, :]) * r[:, :, None] * r[:, None, :]
+        c = G.sum(2) / (np.sqrt(np.einsum("kii->ki", G)) * np.sqrt(G.sum((1, 2)))[:, None])
+        cos[rows] = c.ravel()
+        start += len(which)
+    pts = pts.assign(cos=cos)
+    probes = pts.groupby(["step", "epoch", "batch_size"], as_index=False)["cos"].mean() \
+        .rename(columns={"cos": "cohesion"})
+    return pts, probes
+
+
+def independent_cohesion_numbers(res: dict, epochs: int, seed: int = 0) -> pd.DataFrame:
+    """`cohesion_numbers` of run ``res``'s independent-gradient null (`independent_cohesion`,
+    in the run's ``num_parameters`` dimensions)."""
+    pts, probes = independent_cohesion(res["callbacks"]["cohesion_probe"]["points"],
+                                       int(res["num_parameters"]), seed)
+    return cohesion_numbers({"callbacks": {"cohesion_probe": {"points": pts, "probes": probes}}},
+                            epochs)
 
 
 # ----------------------------------------------------------------------------- fig 4.6, tables E

@@ -18,6 +18,7 @@ two accuracies. A claim over several parts combines their verdicts:
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from collections.abc import Callable, Mapping, Sequence
@@ -161,10 +162,22 @@ def bootstrap_range_difference(correct_base: np.ndarray, correct_orth: np.ndarra
 
 # ----------------------------------------------------------------------------- combining
 def most(parts: Mapping[str, Evidence]) -> Evidence:
-    """The claim holds for more than half of the parts (`evidence.at_least`)."""
+    """The claim holds for more than half of the parts (`evidence.at_least`; its replicates:
+    the fewest of the decided parts'). A part with a zero-width interval (a degenerate
+    statistic, e.g. whole epochs equal in every seed) counts as undecided (`undecided`)."""
     if not parts:
         raise ValueError("most() needs at least one part")
-    return at_least(parts, len(parts) // 2 + 1)
+    return at_least({k: undecided(ev) for k, ev in parts.items()}, len(parts) // 2 + 1)
+
+
+def undecided(ev: Evidence) -> Evidence:
+    """``ev``, or, where its interval has zero width (finite, ``low == high``: no spread
+    measured, which `Evidence.refusal` refuses), the same estimate without an interval
+    (INCONCLUSIVE), so that a count of parts does not count it as decided."""
+    if not (ev.low == ev.high and math.isfinite(ev.low)) or ev.unit == "part":
+        return ev
+    return dataclasses.replace(ev, low=-math.inf, high=math.inf,
+                               method=f"{ev.method}; zero-width interval (no spread): undecided")
 
 
 # ----------------------------------------------------------------------------- source beside ours

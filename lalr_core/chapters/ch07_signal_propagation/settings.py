@@ -25,6 +25,8 @@ class Settings(ChapterSettings):
     # E1: chi_1 over (sigma_w^2, sigma_b^2) in [0.5, 5] x [0, 2]
     e1_grid: tuple[int, ...]            # (n sigma_w^2, n sigma_b^2) (planned: 120 x 80)
     e1_width: int                       # the empirical cross-check's width (planned: 1000)
+    e1_seeds: int                       # its random nets (planned: 2; issue 33: >= 3, each
+                                        # net one replicate)
     # E2 (and E3's fitted slopes): q^l, c^l of random nets
     e2_width: int                       # planned: 1000
     e2_depth: int                       # planned: 30
@@ -45,10 +47,12 @@ class Settings(ChapterSettings):
     e5_width: int                       # planned: 500
     e5_depth: int                       # planned: 15
     e5_points: int                      # planned: 1000 angles
+    e5_seeds: int                       # random nets per phase (planned: 2; issue 33: >= 3)
     # E6: input-output Jacobian spectra, Gaussian vs orthogonal
     e6_width: int                       # planned: 256-512
     e6_depth: int                       # planned: 32
-    e6_draws: int                       # planned: 2
+    e6_draws: int                       # random nets per case (planned: 2; issue 33: >= 3,
+                                        # each net one replicate)
     # E7: rank collapse of self-attention stacks
     e7_tokens: int
     e7_dim: int
@@ -58,7 +62,8 @@ class Settings(ChapterSettings):
     # E8 (appendix): Linformer
     e8_tokens: int                      # planned: 512
     e8_ks: tuple[int, ...]              # planned: 16-256
-    e8_seeds: int
+    e8_seeds: int                       # draws of Q, K, V
+    e8_timing_runs: int                 # timing runs (each the median of 5 calls per n)
 
     @property
     def datasets(self) -> tuple[str, ...]:
@@ -67,11 +72,11 @@ class Settings(ChapterSettings):
 
     def check(self) -> None:
         """Reject values the notebook's cells cannot use (``ValueError``)."""
-        positive(self, "phases", "quad_nodes", "e1_grid", "e1_width", "e2_width", "e2_depth",
+        positive(self, "phases", "quad_nodes", "e1_grid", "e1_width", "e1_seeds", "e2_width", "e2_depth",
                  "e2_seeds", "e3_sigma_w2", "e3_depths", "e3_width", "e3_steps", "e3_lr", "e3_seeds",
-                 "e4_width", "e4_depth", "e4_seeds", "e5_width", "e5_depth", "e5_points",
+                 "e4_width", "e4_depth", "e4_seeds", "e5_width", "e5_depth", "e5_points", "e5_seeds",
                  "e6_width", "e6_depth", "e6_draws", "e7_tokens", "e7_dim", "e7_heads",
-                 "e7_depth", "e7_seeds", "e8_tokens", "e8_ks", "e8_seeds")
+                 "e7_depth", "e7_seeds", "e8_tokens", "e8_ks", "e8_seeds", "e8_timing_runs")
         if self.sigma_b2 < 0:
             raise ValueError(f"setting 'sigma_b2' must be >= 0, got {self.sigma_b2!r}")
         if len(self.phases) != 3 or not self.phases[0] < self.phases[1] < self.phases[2]:
@@ -92,24 +97,29 @@ _COMMON = {"sigma_b2": 0.05, "phases": (1.0, 1.76, 4.0), "quad_nodes": 101,
            "e3_sigma_w2": (1.0, 1.3, 1.76, 2.5, 4.0), "e3_lr": 5e-3, "e3_width": 64}
 
 PROFILES: dict[str, Settings] = {
-    "smoke": Settings(e1_grid=(12, 8), e1_width=200, e2_width=200, e2_depth=10, e2_seeds=2,
+    "smoke": Settings(e1_grid=(12, 8), e1_width=200, e1_seeds=2, e2_width=200, e2_depth=10,
+                      e2_seeds=2,
                       e3_depths=(3, 30), e3_steps=20, e3_seeds=2, e4_width=64, e4_depth=10, e4_seeds=2,
-                      e5_width=100, e5_depth=5, e5_points=100, e6_width=64, e6_depth=8,
+                      e5_width=100, e5_depth=5, e5_points=100, e5_seeds=2, e6_width=64,
+                      e6_depth=8,
                       e6_draws=1, e7_tokens=16, e7_dim=32, e7_heads=2, e7_depth=8, e7_seeds=2,
-                      e8_tokens=128, e8_ks=(16, 64), e8_seeds=1, **_COMMON),
+                      e8_tokens=128, e8_ks=(16, 64), e8_seeds=1, e8_timing_runs=2, **_COMMON),
     # The planned sizes (E3's heatmap: 5 x 5 cells of 100 steps, the planned 8 x 6 reduced;
     # seeds 1-2 rerun the depths 30, 60, 100 where cells lie on both sides of 6 xi_c: ~35 s).
-    "quick": Settings(e1_grid=(120, 80), e1_width=1000, e2_width=1000, e2_depth=30, e2_seeds=5,
+    # Issue 33: 5 random nets for E1, E5 and E6 (planned: 2) and 5 timing runs for E8, so that
+    # each claim test has >= 3 replicates: untrained forward passes, ~12 s more on one core.
+    "quick": Settings(e1_grid=(120, 80), e1_width=1000, e1_seeds=5, e2_width=1000, e2_depth=30, e2_seeds=5,
                       e3_depths=(5, 15, 30, 60, 100), e3_steps=100, e3_seeds=3, e4_width=256, e4_depth=50,
-                      e4_seeds=5, e5_width=500, e5_depth=15, e5_points=1000, e6_width=256,
-                      e6_depth=32, e6_draws=2, e7_tokens=32, e7_dim=64, e7_heads=4, e7_depth=24,
-                      e7_seeds=5, e8_tokens=512, e8_ks=(16, 32, 64, 128, 256), e8_seeds=4,
-                      **_COMMON),
-    "paper": Settings(e1_grid=(120, 80), e1_width=1000, e2_width=1000, e2_depth=30, e2_seeds=20,
+                      e4_seeds=5, e5_width=500, e5_depth=15, e5_points=1000, e5_seeds=5,
+                      e6_width=256, e6_depth=32, e6_draws=5, e7_tokens=32, e7_dim=64, e7_heads=4,
+                      e7_depth=24, e7_seeds=5, e8_tokens=512, e8_ks=(16, 32, 64, 128, 256),
+                      e8_seeds=4, e8_timing_runs=5, **_COMMON),
+    "paper": Settings(e1_grid=(120, 80), e1_width=1000, e1_seeds=20, e2_width=1000, e2_depth=30, e2_seeds=20,
                       e3_depths=(5, 10, 20, 40, 60, 80, 100, 150), e3_steps=1000, e3_seeds=5,
                       e4_width=256, e4_depth=50, e4_seeds=20, e5_width=500, e5_depth=15,
-                      e5_points=1000, e6_width=512, e6_depth=32, e6_draws=5, e7_tokens=32,
+                      e5_points=1000, e5_seeds=10, e6_width=512, e6_depth=32, e6_draws=5,
+                      e7_tokens=32,
                       e7_dim=64, e7_heads=4, e7_depth=128, e7_seeds=20, e8_tokens=512,
-                      e8_ks=(16, 32, 64, 128, 256), e8_seeds=10,
+                      e8_ks=(16, 32, 64, 128, 256), e8_seeds=10, e8_timing_runs=10,
                       **{**_COMMON, "e3_sigma_w2": (1.0, 1.2, 1.4, 1.6, 1.76, 2.0, 2.5, 3.0, 4.0)}),
 }

@@ -41,9 +41,10 @@ def bool_refusal(replicate: str, replicates: int | None) -> str:
     `MIN_REPLICATES` independent replicates (``replicates``: e.g. "in every seed" of 5)."""
     if replicate == DETERMINISTIC or (replicates is not None and replicates >= MIN_REPLICATES):
         return ""
-    have = "an undeclared number of" if replicates is None else str(replicates)
-    return (f"a PASS / FAIL without an interval on {have} independent replicates: a verdict "
-            f"needs >= {MIN_REPLICATES} (or a deterministic computation)")
+    have = "an undeclared number of independent replicates" if replicates is None else \
+        f"{replicates} independent replicate{'' if replicates == 1 else 's'}"
+    return (f"a PASS / FAIL without an interval on {have}: a verdict needs "
+            f">= {MIN_REPLICATES} (or a deterministic computation)")
 
 
 def check_kind(kind) -> str:

@@ -58,11 +58,14 @@ def _verdict_text(check: dict) -> str:
             text += f"; source's effect {check['source_effect']:+.3g}"
             if check.get("underpowered"):
                 text += ", underpowered at this profile"
-        if check.get("refusal"):  # the interval alone would decide, but may not
-            text += f"; not decided: {check['refusal']}"
         if check.get("replicates_needed") and check.get("verdict") == "INCONCLUSIVE":
             text += f"; ~{check['replicates_needed']} replicates would decide it"
         text += "]"
+    if check.get("refusal") and check.get("verdict") == "INCONCLUSIVE":
+        # the data alone would read PASS or FAIL, but may not decide
+        would = check.get("interval_verdict")
+        text += f" (not decided: {check['refusal']}" + \
+            (f"; alone it would read {would})" if would in ("PASS", "FAIL") else ")")
     if check.get("replicate_unit") or check.get("null"):
         text += f" (replicate: {check.get('replicate_unit') or '?'}; null: " \
                 f"{check.get('null') or 'not stated'})"

@@ -308,7 +308,10 @@ pd.concat([oh_table.round(5), fits.round(3)], keys=["timings", "slope per size"]
 # L-C2, L-C17 (its last epoch) and L-C18 read L-C15's LALR-REC − U interval; where that one
 # interval is what FAILs them, they are recorded N/A pointing to L-C15 (`findings.counted_once`),
 # so one comparison is one verdict. A FAIL of L-C15 on SENT names what X-L17 and X-L18 measure
-# about its cause.
+# about its cause. *Unequal tuning (deviation):* LARS's and LAMB's lrs were chosen on pilot
+# seeds 100-101 (the grids in `settings`); LALR-REC, U and TempBalance run at the base lr
+# 1e-3, untuned. X-L2's comparison with the baselines therefore favours the baselines, and its
+# record says so; chapter 08 compares the methods at equal tuning budgets.
 #
 # Left: mean validation accuracy per epoch of every arm. Right: each arm minus U, per epoch, with
 # the paired 95 % interval over seeds (the error bars).

@@ -263,8 +263,11 @@ _REPLICATION = {
     "L-C28": (FINETUNE, "rho = 0 within a run (each run's own rho; t over runs)"),
     "L-C29": (FINETUNE, "equal one-epoch gains of the phases from the pretrained start, same "
               "seed"),
-    "X-L2": (FINETUNE, "LARS, LAMB and TempBalance, same seed (every arm untuned: base lr or "
-             "the step-matching rule of `settings`)"),
+    "X-L2": (FINETUNE, "LARS, LAMB and TempBalance, same seed. Unequal tuning (a deviation "
+             "from equal arms): LAMB's lr (5 trials) and LARS's (eta, lr; 9 trials) were chosen "
+             "on pilot seeds 100-101 (`settings`), LALR-REC, U and TempBalance run at base lr "
+             "1e-3 untuned; the tuning favours LARS and LAMB, so a FAIL of LALR-REC against "
+             "them is not a FAIL of the method at equal tuning"),
     "E14": (E14_SEED, "the notes' sqrt(k) law: slope 0.5 (tolerance 0.03, ours), in "
             "every seed"),
     "E14-growth": (E14_SEED, "the derivation's linear growth of ||w||^4 - ||w_0||^4: slope 0.5 "

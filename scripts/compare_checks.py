@@ -9,7 +9,10 @@ Usage:
 ``snapshot`` records every check of every chapter (item, claim, verdict, our numbers, the
 source's numbers, detail) and a sha256 of every table CSV; ``compare`` reports each check or
 table that differs, and exits 1 if any does. Provenance that must differ between two runs
-(commit, dirty flag, timestamps) is left out. Use it before and after a change that should not
+(commit, dirty flag, timestamps) is left out, and so are the numbers a wall clock measures
+(declared in ``WALL_CLOCK_CHECKS`` and ``WALL_CLOCK_COLUMNS``: an overhead ratio, a timing slope,
+seconds per epoch): they move with the machine's load, so of those checks only the verdict is
+compared, and of those tables only the other columns. Use it before and after a change that should not
 change any result (same profile, same thread count, from an empty cache). ``before`` may also
 be a folder with the same ``<chapter>/checks.json`` layout, such as the committed snapshot
 ``results/quick``: then ``compare`` tells whether a fresh run reproduces it. ``counts`` prints, per
@@ -20,7 +23,9 @@ change results (a record written before checks had kinds counts as ``unclassifie
 from __future__ import annotations
 
 import argparse
+import csv
 import hashlib
+import io
 import json
 import sys
 from pathlib import Path
@@ -29,14 +34,49 @@ CHECK_FIELDS = ("item_id", "claim", "kind", "verdict", "passed", "detail", "ours
                 "interval", "source_effect", "half_width", "underpowered")
 
 
+# Checks whose numbers are wall-clock measurements: (chapter, item, start of the claim).
+WALL_CLOCK_CHECKS = (
+    ("01_lalr", "L-C7", "the metric overhead is negligible"),
+    ("07_signal_propagation", "E8", "Linformer's time grows more slowly"),
+)
+WALL_CLOCK_FIELDS = ("item_id", "claim", "kind", "verdict", "passed")
+# Table columns that a wall clock measures (seconds, and ratios of seconds).
+WALL_CLOCK_COLUMNS = {
+    "01_lalr/X-L1.csv": ("t_epoch_s", "t_metrics_s", "t_grouping_s", "t_svd_s", "t_ce_s",
+                         "t_cs_s", "r"),
+}
+
+
+def _is_wall_clock(chapter: str, row: dict) -> bool:
+    return any(chapter == c and row.get("item_id") == i and str(row.get("claim", "")).startswith(s)
+               for c, i, s in WALL_CLOCK_CHECKS)
+
+
+def _table_digest(rel: str, data: bytes) -> str:
+    """sha256 of a table, without the columns a wall clock measures."""
+    drop = WALL_CLOCK_COLUMNS.get(rel)
+    if drop:
+        rows = list(csv.reader(io.StringIO(data.decode())))
+        keep = [j for j, name in enumerate(rows[0]) if name not in drop] if rows else []
+        out = io.StringIO()
+        csv.writer(out, lineterminator="\n").writerows([[r[j] for j in keep] for r in rows])
+        data = out.getvalue().encode()
+    return hashlib.sha256(data).hexdigest()
+
+
 def snapshot(figures: Path) -> dict:
     """``{"checks": {chapter: [check, ...]}, "tables": {relative csv path: sha256}}``."""
     checks = {}
     for path in sorted(figures.glob("*/checks.json")):
-        rows = json.loads(path.read_text())
-        checks[path.parent.name] = [{k: row.get(k) for k in CHECK_FIELDS} for row in rows]
-    tables = {str(p.relative_to(figures)): hashlib.sha256(p.read_bytes()).hexdigest()
-              for p in sorted(figures.glob("*/*.csv"))}
+        chapter = path.parent.name
+        checks[chapter] = [
+            {k: row.get(k) for k in (WALL_CLOCK_FIELDS if _is_wall_clock(chapter, row)
+                                     else CHECK_FIELDS)}
+            for row in json.loads(path.read_text())]
+    tables = {}
+    for p in sorted(figures.glob("*/*.csv")):
+        rel = p.relative_to(figures).as_posix()
+        tables[rel] = _table_digest(rel, p.read_bytes())
     return {"checks": checks, "tables": tables}
 
 

@@ -55,3 +55,25 @@ def test_a_committed_results_folder_is_a_before(tmp_path):
     _tree(tmp_path / "changed", "FAIL")
     assert cc.main(["compare", str(tmp_path / "results"), str(tmp_path / "same")]) == 0
     assert cc.main(["compare", str(tmp_path / "results"), str(tmp_path / "changed")]) == 1
+
+
+def test_wall_clock_numbers_are_not_compared_but_their_verdicts_are(tmp_path):
+    def tree(root, verdict, r, seconds):
+        (root / "01_lalr").mkdir(parents=True)
+        (root / "01_lalr/checks.json").write_text(json.dumps([
+            {"item_id": "L-C7", "claim": "the metric overhead is negligible next to an epoch",
+             "verdict": verdict, "ours": {"r_range": r}, "detail": ""},
+            {"item_id": "L-C8", "claim": "other", "verdict": "PASS", "ours": r, "detail": ""}]))
+        (root / "01_lalr/X-L1.csv").write_text(f"n_blocks,t_epoch_s,r\n2,{seconds},{r}\n")
+        return cc.snapshot(root)
+
+    base = tree(tmp_path / "a", "FAIL", 0.08, 0.05)
+    slower = tree(tmp_path / "b", "FAIL", 0.09, 0.07)
+    diffs = cc.differences(base, slower)
+    assert len(diffs) == 1 and "L-C8" in diffs[0]   # the same number in an ordinary check differs
+    flipped = cc.differences(base, tree(tmp_path / "c", "PASS", 0.08, 0.05))
+    assert len(flipped) == 1 and "L-C7" in flipped[0] and "verdict" in flipped[0]
+    grid = tmp_path / "d"
+    tree(grid, "FAIL", 0.08, 0.05)
+    (grid / "01_lalr/X-L1.csv").write_text("n_blocks,t_epoch_s,r\n4,0.05,0.08\n")
+    assert cc.differences(base, cc.snapshot(grid)) == ["table 01_lalr/X-L1.csv: content differs"]

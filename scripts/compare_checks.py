@@ -12,7 +12,8 @@ table that differs, and exits 1 if any does. Provenance that must differ between
 (commit, dirty flag, timestamps) is left out, and so are the numbers a wall clock measures
 (declared in ``WALL_CLOCK_CHECKS`` and ``WALL_CLOCK_COLUMNS``: an overhead ratio, a timing slope,
 seconds per epoch): they move with the machine's load, so of those checks only the verdict is
-compared, and of those tables only the other columns. Use it before and after a change that should not
+compared (in ``checks.json`` and in a chapter's ``verdicts.csv``), and of those tables only the
+other columns. Use it before and after a change that should not
 change any result (same profile, same thread count, from an empty cache). ``before`` may also
 be a folder with the same ``<chapter>/checks.json`` layout, such as the committed snapshot
 ``results/quick``: then ``compare`` tells whether a fresh run reproduces it. ``counts`` prints, per
@@ -52,12 +53,27 @@ def _is_wall_clock(chapter: str, row: dict) -> bool:
                for c, i, s in WALL_CLOCK_CHECKS)
 
 
+# A chapter's verdict table repeats its checks: a wall-clock check's row there keeps its
+# verdict, not its numbers.
+VERDICT_TABLE = ("verdicts.csv", ("claim", "what we test"), "our numbers")
+
+
 def _table_digest(rel: str, data: bytes) -> str:
-    """sha256 of a table, without the columns a wall clock measures."""
+    """sha256 of a table, without the columns (or the verdict table's cells) a wall clock
+    measures."""
+    chapter, name = rel.split("/", 1) if "/" in rel else ("", rel)
     drop = WALL_CLOCK_COLUMNS.get(rel)
-    if drop:
+    if drop or name == VERDICT_TABLE[0]:
         rows = list(csv.reader(io.StringIO(data.decode())))
-        keep = [j for j, name in enumerate(rows[0]) if name not in drop] if rows else []
+        head = rows[0] if rows else []
+        if name == VERDICT_TABLE[0] and all(c in head for c in (*VERDICT_TABLE[1],
+                                                                 VERDICT_TABLE[2])):
+            i, w, n = (head.index(c) for c in (*VERDICT_TABLE[1], VERDICT_TABLE[2]))
+            for r in rows[1:]:
+                if len(r) > max(i, w, n) and _is_wall_clock(chapter, {"item_id": r[i],
+                                                                      "claim": r[w]}):
+                    r[n] = "(wall clock)"
+        keep = [j for j, c in enumerate(head) if c not in (drop or ())]
         out = io.StringIO()
         csv.writer(out, lineterminator="\n").writerows([[r[j] for j in keep] for r in rows])
         data = out.getvalue().encode()

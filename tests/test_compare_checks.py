@@ -77,3 +77,22 @@ def test_wall_clock_numbers_are_not_compared_but_their_verdicts_are(tmp_path):
     tree(grid, "FAIL", 0.08, 0.05)
     (grid / "01_lalr/X-L1.csv").write_text("n_blocks,t_epoch_s,r\n4,0.05,0.08\n")
     assert cc.differences(base, cc.snapshot(grid)) == ["table 01_lalr/X-L1.csv: content differs"]
+
+
+def test_a_verdict_tables_wall_clock_row_keeps_its_verdict_not_its_numbers(tmp_path):
+    head = "claim,kind,what we test,experiment,our numbers,paired statistic,verdict\n"
+    row = "L-C7,claim,the metric overhead is negligible next to an epoch,X-L1,r {},,{}\n"
+    other = "L-C8,claim,other,X-L2,{},,PASS\n"
+
+    def tree(root, r, verdict, n):
+        (root / "01_lalr").mkdir(parents=True)
+        (root / "01_lalr/checks.json").write_text("[]")
+        (root / "01_lalr/verdicts.csv").write_text(head + row.format(r, verdict)
+                                                   + other.format(n))
+        return cc.snapshot(root)
+
+    base = tree(tmp_path / "a", 0.08, "FAIL", 1.5)
+    assert cc.differences(base, tree(tmp_path / "b", 0.07, "FAIL", 1.5)) == []
+    for i, (r, verdict, n) in enumerate([(0.08, "PASS", 1.5), (0.08, "FAIL", 1.25)]):
+        assert cc.differences(base, tree(tmp_path / f"c{i}", r, verdict, n)) == [
+            "table 01_lalr/verdicts.csv: content differs"]

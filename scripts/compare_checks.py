@@ -55,27 +55,26 @@ def _is_wall_clock(chapter: str, row: dict) -> bool:
 
 # A chapter's verdict table repeats its checks: a wall-clock check's row there keeps its
 # verdict, not its numbers.
-VERDICT_TABLE = ("verdicts.csv", ("claim", "what we test"), "our numbers")
+VERDICT_TABLE, VERDICT_NUMBERS = "verdicts.csv", "our numbers"
 
 
 def _table_digest(rel: str, data: bytes) -> str:
     """sha256 of a table, without the columns (or the verdict table's cells) a wall clock
     measures."""
-    chapter, name = rel.split("/", 1) if "/" in rel else ("", rel)
-    drop = WALL_CLOCK_COLUMNS.get(rel)
-    if drop or name == VERDICT_TABLE[0]:
-        rows = list(csv.reader(io.StringIO(data.decode())))
-        head = rows[0] if rows else []
-        if name == VERDICT_TABLE[0] and all(c in head for c in (*VERDICT_TABLE[1],
-                                                                 VERDICT_TABLE[2])):
-            i, w, n = (head.index(c) for c in (*VERDICT_TABLE[1], VERDICT_TABLE[2]))
-            for r in rows[1:]:
-                if len(r) > max(i, w, n) and _is_wall_clock(chapter, {"item_id": r[i],
-                                                                      "claim": r[w]}):
-                    r[n] = "(wall clock)"
-        keep = [j for j, c in enumerate(head) if c not in (drop or ())]
+    chapter, _, name = rel.rpartition("/")
+    drop = WALL_CLOCK_COLUMNS.get(rel, ())
+    if drop or name == VERDICT_TABLE:
+        reader = csv.DictReader(io.StringIO(data.decode()))
+        rows, head = list(reader), reader.fieldnames or []
+        for r in rows:
+            if VERDICT_NUMBERS in r and _is_wall_clock(
+                    chapter, {"item_id": r.get("claim"), "claim": r.get("what we test", "")}):
+                r[VERDICT_NUMBERS] = "(wall clock)"
         out = io.StringIO()
-        csv.writer(out, lineterminator="\n").writerows([[r[j] for j in keep] for r in rows])
+        writer = csv.DictWriter(out, [c for c in head if c not in drop], extrasaction="ignore",
+                                lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows)
         data = out.getvalue().encode()
     return hashlib.sha256(data).hexdigest()
 

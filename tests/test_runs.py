@@ -14,6 +14,7 @@ import subprocess
 import sys
 import uuid
 import warnings
+from datetime import datetime
 
 import numpy as np
 import pandas as pd
@@ -551,3 +552,27 @@ def test_pretrained_weights_reads_what_the_training_unit_stored(tmp_path, monkey
     RunCache().put("train", other, {"callbacks": {"weights": weights}}, fn=square_unit)
     with pytest.raises(LookupError, match="not in the cache"):  # stored by other code
         pretrained_weights(other)
+
+
+def test_a_kernel_that_ran_a_pool_exits_promptly(tmp_path):
+    """A notebook kernel that ran a process pool exits as soon as its last cell is done.
+
+    The pool's resource tracker ignores SIGTERM, and ipykernel signals its children at
+    shutdown until they go: before `LocalExecutor` stopped the tracker, papermill (with the
+    driver's kernel manager) waited 30 s after the last cell of every such notebook."""
+    import nbformat
+    import papermill as pm
+
+    from lalr_core.driver import _kernel_manager_class
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(
+        "from lalr_core.core.runs import LocalExecutor\n"
+        "assert sorted(r for _, r in LocalExecutor(2, 1).map(abs, [(1,), (-2,)])) == [1, 2]")]
+    nbformat.write(nb, tmp_path / "pool.ipynb")
+    pm.execute_notebook(str(tmp_path / "pool.ipynb"), str(tmp_path / "out.ipynb"),
+                        progress_bar=False, kernel_name="python3", cwd=str(pathlib.Path(lalr_core.__file__).parents[1]),
+                        kernel_manager_class=_kernel_manager_class())
+    meta = nbformat.read(tmp_path / "out.ipynb", as_version=4)
+    end = datetime.fromisoformat(meta.metadata.papermill.end_time)
+    last = datetime.fromisoformat(meta.cells[-1].metadata.papermill.end_time)
+    assert (end - last).total_seconds() < 10.0  # 30 s with the tracker left running

@@ -143,16 +143,41 @@ class LocalExecutor:
             init, initargs = _init_gpu_worker, (self.threads, os.getpid(), gpu_queue)
         else:
             init, initargs = _init_worker, (self.threads, os.getpid())
-        with concurrent.futures.ProcessPoolExecutor(
-            max_workers=n, mp_context=context, initializer=init, initargs=initargs,
-        ) as pool:
-            futures = {pool.submit(task, *args): i for i, args in enumerate(arg_tuples)}
-            try:
-                for future in concurrent.futures.as_completed(futures):
-                    yield futures[future], future.result()
-            except BaseException:  # also on interrupt: in-flight units finish and are saved
-                pool.shutdown(wait=True, cancel_futures=True)
-                raise
+        tracker_was_running = _tracker_running()
+        try:
+            with concurrent.futures.ProcessPoolExecutor(
+                max_workers=n, mp_context=context, initializer=init, initargs=initargs,
+            ) as pool:
+                futures = {pool.submit(task, *args): i for i, args in enumerate(arg_tuples)}
+                try:
+                    for future in concurrent.futures.as_completed(futures):
+                        yield futures[future], future.result()
+                except BaseException:  # also on interrupt: in-flight units finish and are saved
+                    pool.shutdown(wait=True, cancel_futures=True)
+                    raise
+        finally:
+            if not tracker_was_running:
+                _stop_tracker()
+
+
+def _tracker_running() -> bool:
+    """Whether multiprocessing's resource tracker process of this process is up."""
+    from multiprocessing import resource_tracker
+    return getattr(resource_tracker._resource_tracker, "_pid", None) is not None
+
+
+def _stop_tracker() -> None:
+    """Stop the resource tracker a spawned pool started, once the pool is gone.
+
+    The tracker ignores SIGTERM, and ipykernel's shutdown signals its children until they
+    exit: a notebook kernel that ran a pool took 30 s to exit (until jupyter_client's
+    SIGTERM), every notebook of `make figures`. Only a tracker this pool started is stopped,
+    so no resource registered by anyone else is released; the next pool starts a new one.
+    """
+    from multiprocessing import resource_tracker
+    stop = getattr(resource_tracker._resource_tracker, "_stop", None)  # private, 3.8+
+    if stop is not None:
+        stop()
 
 
 RAY_RETRIES = 3  # times Ray re-runs a task whose worker died (a crash, OOM kill, SIGKILL)

@@ -69,6 +69,15 @@ def test_history_and_determinism():
     np.testing.assert_array_equal(a["history"][pd_cols].to_numpy(), b["history"][pd_cols].to_numpy())
 
 
+def test_the_result_records_the_memory_format_its_sums_came_from():
+    """The layout changes the float sums, so the run says which one it trained in: the
+    loop's rule (`ImageClassification.channels_last`), channels_last for conv nets."""
+    one = {**TINY, "epochs": 1}
+    assert train(RunConfig(**one), progress=False)["memory_format"] == "contiguous"  # mlp
+    conv = train(RunConfig(**{**one, "model": "basic_cnn"}), progress=False)
+    assert conv["memory_format"] == "channels_last"
+
+
 def test_divergence_is_recorded_not_raised():
     cfg = RunConfig(**{**TINY, "epochs": 5}, optimizer="sgd", lr=1e6)
     out = train(cfg, progress=False)

@@ -231,7 +231,10 @@ def train(cfg: RunConfig, *, data=None, callbacks: Iterable = (),
     device = resolve_device(cfg.device)
     data = (data or task.load(cfg, device)).to(device)
     model = initial_model(cfg).to(device)
-    if task.channels_last(cfg):
+    # the layout changes the float sums; the faster one per model is the rule
+    # `Task.channels_last` (benchmarks/bench_throughput.py), recorded in the result
+    memory_format = "channels_last" if task.channels_last(cfg) else "contiguous"
+    if memory_format == "channels_last":
         model = model.to(memory_format=torch.channels_last)
     if compile_wanted(compile_model, device):
         model.compile()
@@ -354,6 +357,7 @@ def train(cfg: RunConfig, *, data=None, callbacks: Iterable = (),
                       for cb in callbacks},
         "num_parameters": num_parameters(model),
         "device": str(device),
+        "memory_format": memory_format,
         "wall_time_s": state["elapsed"],
         "config": cfg.key(),
     }

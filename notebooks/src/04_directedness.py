@@ -48,7 +48,7 @@
 # parameter vectors are kept, never the whole trajectory.
 #
 # **Profiles.** `smoke` (default; synthetic data, seconds), `quick` (Fashion-MNIST, a reduced
-# ResNet-20 with the thesis's optimiser hyper-parameters, 4 seeds per optimiser, ≈ 5 min on 2
+# ResNet-20 with the thesis's optimiser hyper-parameters, 6 seeds per optimiser, ≈ 7 min on 2
 # CPU cores), `paper` (the thesis's setting: ResNet-20 on CIFAR-10, batch 1024, 200 epochs;
 # ≈ 1 GPU-hour per run, 3 seeds per optimiser). Run with
 # `papermill 04_directedness.ipynb out.ipynb -p profile quick` or `make figures CHAPTERS=04`.
@@ -412,8 +412,8 @@ sanity("fig3.16B", "low noise: AR psi far above 1/sqrt(t) (psi(100) > 0.4) and r
 # **Quick profile (deviations, and why).** The thesis's optimiser hyper-parameters and the
 # shape of its schedule (drops at 1/2 and 3/4 of training) are kept: Adam at lr 0.01 (not 1e-3)
 # and SGDM at wd 1e-2 (not 1e-3), since a ten times smaller Adam lr changes how noisy and how
-# directed its steps are, which is what the figures measure. To afford 4 seeds × 2 optimisers
-# in ≈ 5 min on 2 CPU cores, the rest is cut: Fashion-MNIST (4096 training images, no
+# directed its steps are, which is what the figures measure. To afford 6 seeds × 2 optimisers
+# in ≈ 7 min on 2 CPU cores, the rest is cut: Fashion-MNIST (4096 training images, no
 # augmentation, 1000 test images, none held out since no check reads validation data), a
 # half-width ResNet-20, **batch 256 instead of 1024** (a step at 1024 costs four times as
 # much; at the thesis's lr the smaller batch makes every step noisier), 12 epochs of 16 steps

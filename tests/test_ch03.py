@@ -40,7 +40,7 @@ def test_the_pretraining_is_chapter_01s_cached_unit_and_runs_are_planned(profile
         assert cfg.methods == ((ProximalPull(lam=lam),) if lam > 0 else ())
         assert cfg.task.transform == "lora" and cfg.task.base.dataset == task
     lin = nt.table_runs(s, linearised=True)
-    assert len(lin) == len(s.tasks) * len(s.lin_lambdas) * s.seeds
+    assert len(lin) == len(s.tasks) * len(s.lin_lambdas) * s.t1_seeds
     assert all(c.task.transform == "linearise" and c.task.base == table[k].task
                for k, c in lin.items())
     assert len(nt.figure_runs(s)) == (len(s.fig_tasks) + len(nt.LORA_CONFIGS) - 1) * s.seeds

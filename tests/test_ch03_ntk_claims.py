@@ -53,6 +53,15 @@ def _gap(fn, seeds=3):
     return lambda cid: it.falls_by_seed(rows, "gap", cid)
 
 
+def _close(gap, seeds=3):
+    """Fine-tuned and linearised validation accuracies (%) over the lambda grid; at the
+    strongest lambda the linearised model trails by ``gap(seed)`` points."""
+    rows = _rows(seeds)
+    return it.close_at_strongest(rows.assign(
+        finetuned=90.0, linearised=[90.0 - (gap(s) if a == max(LAMS) else 30.0)
+                                    for a, s in zip(rows.lam, rows.seed)]), "T1b-close-sent")
+
+
 def _settings(n, sign, noise=0.3, seeds=3):
     """``n`` settings whose loss follows κ (sign +1) or opposes it (-1), ``seeds`` seeds each
     with its own noise; returns (seed means, per-seed rows)."""
@@ -113,6 +122,12 @@ def _t1_cases(task):
             "PASS": lambda: _gap(FALLS)(f"T1b-gap-{task}"),
             "FAIL": lambda: _gap(RISES)(f"T1b-gap-{task}"),
             "INCONCLUSIVE": lambda: _gap(MIXED)(f"T1b-gap-{task}")},
+        f"T1b-close-{task}": {
+            # within ±5: a gap of 1 +- 0.3 points; outside: 40 points (the linearised model at
+            # chance); straddling the tolerance: 4, 6, 5.5 points
+            "PASS": lambda: _close(lambda s: 1.0 + 0.3 * s),
+            "FAIL": lambda: _close(lambda s: 40.0 + s),
+            "INCONCLUSIVE": lambda: _close(lambda s: (4.0, 6.0, 5.5)[s])},
     }
 
 

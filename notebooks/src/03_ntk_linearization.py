@@ -176,10 +176,12 @@ display(Markdown("\n".join(
 # The table's row 2 is the Taylor remainder at the fine-tuned θ_t; Theorem 3 bounds the gap
 # between the fine-tuned model and the *linearised model trained separately* from θ₀. We
 # train f̄ itself (same optimiser, initialisation and data order) for λ ∈ `lin_lambdas` and
-# `seeds` seeds and show both definitions side by side. *Claim test:* the separately trained
-# gap also falls with λ (each seed's Spearman, mean < 0, t interval over seeds). At `quick`
-# `seeds` = 2, fewer than the 3 independent replicates a verdict needs: recorded INCONCLUSIVE
-# there, with the count.
+# the table's `t1_seeds` seeds and show both definitions side by side. *Claim tests:* the
+# separately trained gap falls with λ (each seed's Spearman, mean < 0, t interval over seeds),
+# and, since the source claims more than a trend ("approximately a linear model"), closeness:
+# at the strongest λ the linearised model's validation accuracy lies within ±5 points of the
+# fine-tuned model's (paired t interval over seeds; the tolerance is ours, fixed before the
+# run, as the slides state none; the strongest λ is the one most favourable to the claim).
 
 # %%
 LIN = nt.table_runs(S, linearised=True)
@@ -191,11 +193,15 @@ for (task, lam, seed), lcfg in LIN.items():
                                                                  "and seed == @seed")["lin_error"].item(),
                      "gap": ms.linearised_gap(cfg, res[cfg], lcfg, res[lcfg], DATA[task]),
                      "pulls": res[cfg].get("optimizer_stats", {}).get("proximal_pulls", 0),
+                     "fine-tuned model's accuracy (%)": 100 * res[cfg]["final"]["val_acc"],
                      "linearised model's accuracy (%)": 100 * res[lcfg]["final"]["val_acc"]})
 GAP = pd.DataFrame(gap_rows).rename(columns={"gap": "separately trained ‖f_θt − f̄_θ̄t‖"})
 for task in S.tasks:
-    g = GAP[GAP.task == task].rename(columns={"separately trained ‖f_θt − f̄_θ̄t‖": "gap"})
+    g = GAP[GAP.task == task].rename(columns={"separately trained ‖f_θt − f̄_θ̄t‖": "gap",
+                                              "fine-tuned model's accuracy (%)": "finetuned",
+                                              "linearised model's accuracy (%)": "linearised"})
     out.record(CLAIMS[f"T1b-gap-{task}"], it.falls_by_seed(g, "gap", f"T1b-gap-{task}"))
+    out.record(CLAIMS[f"T1b-close-{task}"], it.close_at_strongest(g, f"T1b-close-{task}"))
 GAP.groupby(["task", "lam"]).mean(numeric_only=True).drop(columns="seed").round(3)
 
 # %% [markdown]

@@ -62,6 +62,23 @@ def falls_by_seed(rows: pd.DataFrame, column: str, claim_id: str) -> Finding:
                    detail="each seed's Spearman over the lambda grid, t interval over seeds")
 
 
+def close_at_strongest(rows: pd.DataFrame, claim_id: str) -> Finding:
+    """The linearised model against the fine-tuned one at the strongest lambda of ``rows``:
+    validation accuracy (%) of ``finetuned`` minus ``linearised``, paired by seed, judged
+    within the claim's tolerance (a closeness claim, not a trend: the gap may fall with lambda
+    and still be far from zero)."""
+    claim = CLAIMS[claim_id]
+    lam = float(rows.lam.max())
+    at = rows[rows.lam == lam].sort_values("seed")
+    ev = paired_difference(at.finetuned, at.linearised, threshold=claim.threshold,
+                           side=claim.side)
+    return Finding(ev, ours=f"fine-tuned − linearised accuracy (points) at λ = {lam:g}: "
+                            f"{ev.text(2)}; linearised {at.linearised.mean():.1f} %, fine-tuned "
+                            f"{at.finetuned.mean():.1f} %",
+                   detail=f"paired t interval over seeds; PASS inside ±{claim.threshold:g} "
+                          "points, FAIL wholly outside")
+
+
 @dataclass(frozen=True)
 class TableT1:
     """Table T-002-1 for one task: per-lambda means, the chosen lambda and the findings."""

@@ -86,11 +86,10 @@ def nlp_finetuning(s: Settings, task: str, lam: float, seed: int) -> RunConfig:
 # ----------------------------------------------------------------------------- sections
 def table_runs(s: Settings, linearised: bool = False) -> dict[tuple[str, float, int], RunConfig]:
     """Table T-002-1: ``(task, lambda, seed) -> config`` (``t1_seeds`` seeds); ``linearised``:
-    E-002-T1b's (``lin_lambdas``, ``seeds`` seeds)."""
+    E-002-T1b's (``lin_lambdas``, the same ``t1_seeds`` seeds: each pairs with its table run)."""
     lams = s.lin_lambdas if linearised else s.lambdas
-    seeds = s.seeds if linearised else s.t1_seeds
     return {(task, lam, seed): finetuning(s, task, lam, seed, linearised=linearised)
-            for task in s.tasks for lam in lams for seed in range(seeds)}
+            for task in s.tasks for lam in lams for seed in range(s.t1_seeds)}
 
 
 def figure_runs(s: Settings) -> dict[tuple[str, str, int], RunConfig]:

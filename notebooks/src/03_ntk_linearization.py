@@ -179,9 +179,11 @@ display(Markdown("\n".join(
 # the table's `t1_seeds` seeds and show both definitions side by side. *Claim tests:* the
 # separately trained gap falls with λ (each seed's Spearman, mean < 0, t interval over seeds),
 # and, since the source claims more than a trend ("approximately a linear model"), closeness:
-# at the strongest λ the linearised model's validation accuracy lies within ±5 points of the
-# fine-tuned model's (paired t interval over seeds; the tolerance is ours, fixed before the
-# run, as the slides state none; the strongest λ is the one most favourable to the claim).
+# at the λ > 0 a user would pick (the best validation accuracy of the fine-tuned model among
+# `lin_lambdas`) the linearised model's test accuracy lies within ±5 points of the fine-tuned
+# model's (paired t interval over seeds; the tolerance is ours, fixed before the run, as the
+# slides state none). Not at the strongest λ: there the pull can hold both models at chance,
+# and two models that learned nothing are close vacuously.
 
 # %%
 LIN = nt.table_runs(S, linearised=True)
@@ -194,15 +196,18 @@ for (task, lam, seed), lcfg in LIN.items():
                      "gap": ms.linearised_gap(cfg, res[cfg], lcfg, res[lcfg], DATA[task]),
                      "pulls": res[cfg].get("optimizer_stats", {}).get("proximal_pulls", 0),
                      "fine-tuned model's accuracy (%)": 100 * res[cfg]["final"]["val_acc"],
-                     "linearised model's accuracy (%)": 100 * res[lcfg]["final"]["val_acc"]})
+                     "linearised model's accuracy (%)": 100 * res[lcfg]["final"]["val_acc"],
+                     "finetuned_test": 100 * res[cfg]["final"]["test_acc"],
+                     "linearised_test": 100 * res[lcfg]["final"]["test_acc"]})
 GAP = pd.DataFrame(gap_rows).rename(columns={"gap": "separately trained ‖f_θt − f̄_θ̄t‖"})
 for task in S.tasks:
     g = GAP[GAP.task == task].rename(columns={"separately trained ‖f_θt − f̄_θ̄t‖": "gap",
                                               "fine-tuned model's accuracy (%)": "finetuned",
                                               "linearised model's accuracy (%)": "linearised"})
     out.record(CLAIMS[f"T1b-gap-{task}"], it.falls_by_seed(g, "gap", f"T1b-gap-{task}"))
-    out.record(CLAIMS[f"T1b-close-{task}"], it.close_at_strongest(g, f"T1b-close-{task}"))
-GAP.groupby(["task", "lam"]).mean(numeric_only=True).drop(columns="seed").round(3)
+    out.record(CLAIMS[f"T1b-close-{task}"], it.close_at_chosen(g, f"T1b-close-{task}"))
+GAP.groupby(["task", "lam"]).mean(numeric_only=True).drop(
+    columns=["seed", "finetuned_test", "linearised_test"]).round(3)
 
 # %% [markdown]
 # ## Figure (a)–(c) · does κ(K + σI) at θ₀ predict fine-tuning?

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import os
 import statistics
 import time
@@ -111,13 +112,17 @@ def step_flops(model, args, kwargs) -> float:
     return float(counter.get_total_flops())
 
 
+def train_step(model, opt, args, kwargs) -> None:
+    """One training step: forward, loss, backward, optimiser step."""
+    loss = _loss(model(*args, **kwargs))
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    opt.step()
+
+
 def time_steps(model, opt, args, kwargs, steps: int) -> float:
     """Seconds per training step, mean over ``steps`` after one warm-up step."""
-    def step():
-        loss = _loss(model(*args, **kwargs))
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
+    step = functools.partial(train_step, model, opt, args, kwargs)
     step()
     t0 = time.perf_counter()
     for _ in range(steps):
@@ -136,11 +141,7 @@ def kernel_split(model, opt, args, kwargs, steps: int) -> dict:
     ``steps`` profiled steps after a warm-up step."""
     from torch.profiler import ProfilerActivity, profile
 
-    def step():
-        loss = _loss(model(*args, **kwargs))
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
+    step = functools.partial(train_step, model, opt, args, kwargs)
     step()
     with profile(activities=[ProfilerActivity.CPU]) as prof:
         for _ in range(steps):

@@ -62,15 +62,8 @@ def test_the_committed_results_index_links_only_files_that_exist():
         pytest.skip("no results/ snapshot committed")
     links = re.findall(r"\]\(([^)]+)\)", index.read_text())
     assert links and all((index.parent / link).is_file() for link in links)
-    # archived snapshots (not what HEAD computes) are indexed by results/archive/README.md
-    reports = {str(p.relative_to(index.parent)) for p in index.parent.rglob("REPORT.md")
-               if "archive" not in p.relative_to(index.parent).parts}
+    reports = {str(p.relative_to(index.parent)) for p in index.parent.rglob("REPORT.md")}
     assert reports == set(links)
-    archive = index.parent / "archive"
-    if archive.is_dir():
-        listed = set(re.findall(r"^\| `([^`/]+)/` \|", (archive / "README.md").read_text(),
-                                re.MULTILINE))
-        assert listed == {p.name for p in archive.iterdir() if p.is_dir()}
 
 
 def _git(repo: Path, *args: str) -> str:

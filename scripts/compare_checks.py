@@ -79,20 +79,31 @@ def _table_digest(rel: str, data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def machine_of(row: dict) -> str:
+    """What a check's floats depend on beyond its config: the CPU model, the instruction set
+    torch's kernels used (recorded since 2026-12), the torch version."""
+    env = row.get("environment") or {}
+    return (f"{env.get('cpu', '?')} ({env.get('cpu_capability', 'capability not recorded')}), "
+            f"torch {env.get('torch', '?')}")
+
+
 def snapshot(figures: Path) -> dict:
-    """``{"checks": {chapter: [check, ...]}, "tables": {relative csv path: sha256}}``."""
-    checks = {}
+    """``{"checks": {chapter: [check, ...]}, "tables": {relative csv path: sha256},
+    "machines": [machine_of(check), ...]}`` (the machines sorted, each once)."""
+    checks, machines = {}, set()
     for path in sorted(figures.glob("*/checks.json")):
         chapter = path.parent.name
+        rows = json.loads(path.read_text())
+        machines |= {machine_of(row) for row in rows}
         checks[chapter] = [
             {k: row.get(k) for k in (WALL_CLOCK_FIELDS if _is_wall_clock(chapter, row)
                                      else CHECK_FIELDS)}
-            for row in json.loads(path.read_text())]
+            for row in rows]
     tables = {}
     for p in sorted(figures.glob("*/*.csv")):
         rel = p.relative_to(figures).as_posix()
         tables[rel] = _table_digest(rel, p.read_bytes())
-    return {"checks": checks, "tables": tables}
+    return {"checks": checks, "tables": tables, "machines": sorted(machines)}
 
 
 def differences(before: dict, after: dict) -> list[str]:
@@ -118,6 +129,33 @@ def differences(before: dict, after: dict) -> list[str]:
 
 
 _VERDICTS = ("PASS", "FAIL", "INCONCLUSIVE", "N/A")
+
+
+def verdict_changes(before: dict, after: dict) -> list[str]:
+    """One line per check present in both whose verdict differs (matched by chapter and
+    position, as `differences` matches them)."""
+    out = []
+    for chapter in sorted(set(before["checks"]) & set(after["checks"])):
+        for i, (x, y) in enumerate(zip(before["checks"][chapter], after["checks"][chapter])):
+            if x.get("verdict") != y.get("verdict"):
+                out.append(f"{chapter} #{i} {x['item_id']}: {x.get('verdict')} -> "
+                           f"{y.get('verdict')} ({str(x.get('claim', ''))[:60]})")
+    return out
+
+
+def summary_lines(before: dict, after: dict, diffs: list[str]) -> list[str]:
+    """What a reader needs first: whether the two runs shared a machine (floats are
+    bit-identical only on one CPU and instruction set), and which verdicts changed."""
+    out = []
+    a, b = before.get("machines"), after.get("machines")
+    if a and b and a != b:
+        out.append(f"machines differ: before {'; '.join(a)}; after {'; '.join(b)} (their float "
+                   "sums differ and training amplifies that: numbers move within their noise; "
+                   "compare the verdicts)")
+    changed = verdict_changes(before, after)
+    n = sum(len(rows) for rows in after["checks"].values())
+    out.append(f"{len(diffs)} differences; verdicts changed: {len(changed)} of {n} checks")
+    return out + [f"  {line}" for line in changed]
 
 
 def counts(snap: dict) -> dict[str, dict[str, dict[str, int]]]:
@@ -172,8 +210,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.cmd == "counts":
         print(counts_table(load_before(args.before), snapshot(args.figures)))
         return 0
-    diffs = differences(load_before(args.before), snapshot(args.figures))
-    print("\n".join(diffs) if diffs else "identical: every check and table")
+    before, after = load_before(args.before), snapshot(args.figures)
+    diffs = differences(before, after)
+    print("\n".join(diffs + [""] + summary_lines(before, after, diffs)) if diffs
+          else "identical: every check and table")
     return 1 if diffs else 0
 
 

@@ -10,11 +10,12 @@ cc = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(cc)
 
 
-def _tree(root: Path, verdict="PASS", ours=1.5, table="a,b\n1,2\n", commit="abc"):
+def _tree(root: Path, verdict="PASS", ours=1.5, table="a,b\n1,2\n", commit="abc", cpu="X"):
     (root / "04_x").mkdir(parents=True)
     (root / "04_x/checks.json").write_text(json.dumps([
         {"item_id": "fig1", "claim": "c", "verdict": verdict, "passed": verdict == "PASS",
-         "detail": "", "ours": ours, "source": None, "commit": commit}]))
+         "detail": "", "ours": ours, "source": None, "commit": commit,
+         "environment": {"cpu": cpu, "cpu_capability": "AVX2", "torch": "2.14.1"}}]))
     (root / "04_x/t.csv").write_text(table)
     return root
 
@@ -96,3 +97,15 @@ def test_a_verdict_tables_wall_clock_row_keeps_its_verdict_not_its_numbers(tmp_p
     for i, (r, verdict, n) in enumerate([(0.08, "PASS", 1.5), (0.08, "FAIL", 1.25)]):
         assert cc.differences(base, tree(tmp_path / f"c{i}", r, verdict, n)) == [
             "table 01_lalr/verdicts.csv: content differs"]
+
+
+def test_the_summary_names_a_machine_change_and_counts_changed_verdicts(tmp_path):
+    before = cc.snapshot(_tree(tmp_path / "a"))
+    same_verdict = cc.snapshot(_tree(tmp_path / "b", ours=1.25, cpu="Y"))
+    lines = cc.summary_lines(before, same_verdict, cc.differences(before, same_verdict))
+    assert lines[0].startswith("machines differ: before X (AVX2)") and "after Y (AVX2)" in lines[0]
+    assert lines[1] == "1 differences; verdicts changed: 0 of 1 checks"
+    flipped = cc.snapshot(_tree(tmp_path / "c", verdict="FAIL"))
+    lines = cc.summary_lines(before, flipped, cc.differences(before, flipped))
+    assert lines[0] == "1 differences; verdicts changed: 1 of 1 checks"  # one machine: no line
+    assert lines[1].strip().startswith("04_x #0 fig1: PASS -> FAIL")

@@ -344,6 +344,16 @@ def test_an_entry_computed_at_another_thread_count_is_computed_again(cache, tmp_
     assert runs.entry_matches(gpu, 1)  # a GPU's sums do not follow the CPU threads
 
 
+def test_kernel_analysis_pinned_to_the_run_threads_restores_the_kernels_count(monkeypatch):
+    from lalr_core.core.runs.threads import at_run_threads
+
+    monkeypatch.setenv(runs.RUN_THREADS_ENV, "1")
+    seen = at_run_threads(lambda: torch.get_num_threads())
+    with runs.fixed_threads(2):  # a kernel on 2 cores
+        assert seen() == 1
+        assert torch.get_num_threads() == 2
+
+
 def test_run_threads_refuses_a_bad_value(monkeypatch):
     monkeypatch.setenv(runs.RUN_THREADS_ENV, "two")
     with pytest.raises(ValueError, match="LALR_RUN_THREADS"):

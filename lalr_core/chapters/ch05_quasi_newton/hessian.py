@@ -12,6 +12,7 @@ from torch import nn
 from lalr_core.core.data import load_data
 from lalr_core.core.loop.config import RunConfig
 from lalr_core.core.loop.train import run_model
+from lalr_core.core.runs.threads import at_run_threads
 from lalr_core.methods.class_subspace import assumptions, gradients
 from lalr_core.methods.class_subspace import probe as subspace_probe
 from lalr_core.methods.curvature import operators as curvature
@@ -38,6 +39,7 @@ def hessian_problem(cfg: RunConfig, weights: dict, examples: int | None
     return model, data.X_train[:n].double(), data.y_train[:n]
 
 
+@at_run_threads  # kernel-side analysis: at the runs' thread count
 def hessian_spectrum(model: nn.Module, X: torch.Tensor, y: torch.Tensor,
                      dense_limit: int | None = None,
                      tol: float = 0.0) -> tuple[np.ndarray, np.ndarray, int]:
@@ -90,6 +92,7 @@ def e1_windows(steps: np.ndarray, n_steps: int) -> tuple[np.ndarray, np.ndarray]
     return steps <= max(E1_EARLY * n_steps, steps.min()), steps > E1_LATE * n_steps
 
 
+@at_run_threads  # kernel-side analysis: at the runs' thread count
 def class_subspace_alignment(directions: np.ndarray, counts: np.ndarray, steps: np.ndarray,
                              E: torch.Tensor, n_steps: int, rtol: float) -> dict:
     """Fig E.1's numbers from the stored unit class-gradient directions (``(T, C, P)``, with
@@ -121,6 +124,7 @@ def class_subspace_alignment(directions: np.ndarray, counts: np.ndarray, steps: 
             "classes_last": np.flatnonzero(present)}
 
 
+@at_run_threads  # kernel-side analysis: at the runs' thread count
 def random_assignment_null(E: torch.Tensor, draws: int = 200, seed: int = 0) -> np.ndarray:
     """The assignment's mean |cos| (`assumptions.assignment_cosine`) of ``len(E)`` random
     Gaussian directions against the eigenvectors ``E`` (``(C, P)``), for each of ``draws``
@@ -132,6 +136,7 @@ def random_assignment_null(E: torch.Tensor, draws: int = 200, seed: int = 0) -> 
         torch.randn(E.shape, generator=gen, dtype=torch.float64), E)[0] for _ in range(draws)])
 
 
+@at_run_threads  # kernel-side analysis: at the runs' thread count
 def class_gradient_cosine(model: nn.Module, X: torch.Tensor, y: torch.Tensor,
                           E: torch.Tensor) -> float:
     """The assignment's mean |cos| between the class gradients on ``(X, y)`` (the Hessian's

@@ -105,13 +105,15 @@ def cpu_model() -> str:
 
 
 def device_info() -> dict:
-    """The machine's compute devices (no host name): ``cpu`` (model), ``arch``, ``cores``,
+    """The machine's compute devices (no host name): ``cpu`` (model), ``cpu_capability`` (the
+    vector instruction set torch's kernels use: AVX2, AVX512, ...), ``arch``, ``cores``,
     ``gpus`` (every visible CUDA device's name; none on a CPU-only machine), ``cuda``."""
     import torch  # local: keep `import lalr_core.core.provenance` light
 
     gpus = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())] \
         if torch.cuda.is_available() else []
-    return {"cpu": cpu_model(), "arch": platform.machine() or "unknown",
+    return {"cpu": cpu_model(), "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+            "arch": platform.machine() or "unknown",
             "cores": os.cpu_count(), "gpus": gpus,
             "cuda": torch.version.cuda if gpus else None}
 
@@ -193,14 +195,15 @@ def provenance(**extra) -> dict:
 
 
 def compute_environment() -> dict:
-    """What a check's numbers were computed on, short: torch's version, the CPU model and
-    cores, the GPUs, this process's torch threads and the units' fixed thread count
+    """What a check's numbers were computed on, short: torch's version, the CPU model, the
+    instruction set torch's CPU kernels use (two machines of one model name can differ in it,
+    and with it in the float sums) and cores, the GPUs, this process's torch threads and the units' fixed thread count
     (`lalr_core.core.runs.threads`)."""
     from lalr_core.core.runs.threads import run_threads
 
     d = device_info()
     return {"torch": package_versions("torch").get("torch"), "cpu": d["cpu"],
-            "cores": d["cores"], "gpus": d["gpus"], "torch_threads": _torch_threads(),
+            "cpu_capability": d["cpu_capability"], "cores": d["cores"], "gpus": d["gpus"], "torch_threads": _torch_threads(),
             "run_threads": run_threads()}
 
 

@@ -15,9 +15,10 @@ change the GPU's sums; recorded and checked all the same).
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 
 RUN_THREADS_ENV = "LALR_RUN_THREADS"
 DEFAULT_RUN_THREADS = 1
@@ -54,6 +55,17 @@ def fixed_threads(n: int | None = None) -> Iterator[int]:
             yield n
     finally:
         torch.set_num_threads(old)
+
+
+def at_run_threads(fn: Callable) -> Callable:
+    """``fn`` computed under `fixed_threads` (the units' count): for analysis a notebook kernel
+    runs outside the cached units whose numbers enter a verdict (a Hessian's eigenvectors, say),
+    so that they, too, do not depend on the kernel's thread count."""
+    @functools.wraps(fn)
+    def pinned(*args, **kwargs):
+        with fixed_threads():
+            return fn(*args, **kwargs)
+    return pinned
 
 
 def entry_threads(meta: Mapping) -> int | None:

@@ -79,6 +79,7 @@ from torch.func import functional_call, grad, hessian, jvp, vmap
 from lalr_core.core.data import load_data
 from lalr_core.core.loop.callbacks import CALLBACKS
 from lalr_core.core.loop.config import RunConfig
+from lalr_core.core.runs.threads import at_run_threads
 from lalr_core.core.torch_compat import load_jvp_decompositions
 from lalr_core.core.validation import check_int
 from lalr_core.methods.class_subspace import assumptions, gradients
@@ -356,6 +357,7 @@ def span_energy_series(directions: np.ndarray, counts: np.ndarray, E: torch.Tens
     return out
 
 
+@at_run_threads  # called from a kernel too (fig E.1): pinned like the runs
 def top_hessian_eigenvectors(model: nn.Module, X: torch.Tensor, y: torch.Tensor, k: int, *,
                              dense_limit: int = EXACT_LIMIT,
                              tol: float = 0.0) -> tuple[torch.Tensor, torch.Tensor]:

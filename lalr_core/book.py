@@ -12,7 +12,7 @@
   every link is relative and the folder can be zipped and opened anywhere.
 
 Nothing is executed: the book reads what ``make figures`` wrote (driver.py). The item rows
-come from :func:`lalr_core.core.results.report.item_records`, the same rows REPORT.md renders; a
+come from :func:`lalr_core.core.results.records.item_records`, the same rows REPORT.md renders; a
 chapter's folder and its notebook share a name (``04_directedness`` and
 ``04_directedness.ipynb``), as every notebook's ``FigureWriter`` is created.
 """
@@ -35,7 +35,7 @@ from nbconvert import HTMLExporter
 
 from lalr_core.core.results.evidence import VERDICTS
 from lalr_core.core.results.inventory import default_inventory, read_inventory
-from lalr_core.core.results.report import item_records, load_checks, split_sanity
+from lalr_core.core.results.records import item_records, load_checks, split_sanity
 from lalr_core.core.results.writer import default_root, validate_profile
 
 BOOK_DIR = "book"

@@ -19,6 +19,7 @@ import pytest
 
 from lalr_core import book
 from lalr_core.core.results import inventory as inventory_module
+from lalr_core.core.results import records as records_module
 from lalr_core.core.results import report, writer
 
 matplotlib.use("Agg")
@@ -79,7 +80,7 @@ def _check_book(profile_dir: Path) -> tuple[list[dict], _Page]:
     chapters = {p.stem for p in (profile_dir / "notebooks").glob("*.ipynb")}
     rows = [r for r in inventory_module.read_inventory(inventory_module.default_inventory())
             if r["chapter"] in chapters]
-    records = report.item_records(profile_dir, rows)
+    records = records_module.item_records(profile_dir, rows)
     page = _Page(index)
     assert not [r["item_id"] for r in records if f"{r['chapter']}.{r['item_id']}" not in page.ids]
     assert _broken_links(book_dir, "index.html") == []

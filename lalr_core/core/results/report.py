@@ -21,13 +21,14 @@ from lalr_core.core.atomic_io import atomic_write_text
 from lalr_core.core.results.evidence import VERDICTS, Evidence
 from lalr_core.core.results.inventory import default_inventory, read_inventory
 from lalr_core.core.results.provenance import git_info, repo_root, utc_timestamp
-from lalr_core.core.results.writer import CHECKS_FILE, read_checks, validate_profile
-
-_FILE_KINDS = ("png", "pdf", "csv", "md")  # order of the links in the report
-
-
-CLAIM_TABLE = "verdicts"  # a chapter's one-row-per-claim table, the output of a "claim" item
-
+from lalr_core.core.results.records import (
+    check_kind_of,
+    item_records,
+    items_present,
+    load_checks,
+    split_sanity,
+)
+from lalr_core.core.results.writer import CHECKS_FILE, validate_profile
 
 _VERDICTS = VERDICTS  # PASS, FAIL, INCONCLUSIVE, N/A
 
@@ -78,38 +79,6 @@ def _verdict_text(check: dict) -> str:
     return _cell(text)
 
 
-def check_kind_of(check: dict) -> str:
-    """A record's kind: ``claim``, ``sanity``, or ``unclassified`` (written before kinds)."""
-    return check.get("kind") or "unclassified"
-
-
-def split_sanity(checks: list[dict]) -> tuple[list[dict], list[dict]]:
-    """``(judged, sanity)``: the records shown as verdicts (claim tests, and records written
-    before kinds) and the sanity checks, each in their order."""
-    judged = [c for c in checks if check_kind_of(c) != "sanity"]
-    return judged, [c for c in checks if check_kind_of(c) == "sanity"]
-
-
-def _files(profile_dir: Path, chapter: str, item_id: str) -> dict[str, str]:
-    """The item's existing output files: kind -> path relative to ``profile_dir``."""
-    paths = {kind: f"{chapter}/{item_id}.{kind}" for kind in _FILE_KINDS}
-    return {kind: rel for kind, rel in paths.items() if (profile_dir / rel).is_file()}
-
-
-def load_checks(profile_dir) -> list[dict]:
-    """All check records under ``<profile_dir>/*/checks.json`` (chapter from the folder).
-
-    Raises:
-        ValueError: a corrupt checks file.
-    """
-    profile_dir = Path(profile_dir)
-    records = []
-    for path in sorted(profile_dir.glob(f"*/{CHECKS_FILE}")):
-        for record in read_checks(path):
-            records.append({**record, "chapter": path.parent.name})
-    return records
-
-
 def _load_timings(profile_dir: Path) -> list[dict]:
     path = profile_dir / "timings.json"
     if not path.is_file():
@@ -136,39 +105,6 @@ def _sidecar_commits(profile_dir: Path) -> list[str]:
         if isinstance(record, dict) and "commit" in record:
             seen.add(f"{record['commit']}" + (" (dirty)" if record.get("dirty") else ""))
     return sorted(seen)
-
-
-def item_records(profile_dir, rows: list[dict], checks: list[dict] | None = None) -> list[dict]:
-    """What REPORT.md's Items table shows, one record per inventory row.
-
-    Args:
-        profile_dir: ``<root>/<profile>``.
-        rows: inventory rows (:func:`read_inventory`).
-        checks: check records (:func:`load_checks`); read from ``profile_dir`` if ``None``.
-
-    Returns:
-        Each row's columns plus ``files`` (kind -> existing file, relative to
-        ``profile_dir``, in the order png, pdf, csv, md; a ``claim`` item without files of
-        its own gets its chapter's verdict table) and ``checks`` (its check records).
-    """
-    profile_dir = Path(profile_dir)
-    checks = load_checks(profile_dir) if checks is None else checks
-    by_item: dict[tuple[str, str], list[dict]] = {}
-    for c in checks:
-        by_item.setdefault((c["chapter"], c["item_id"]), []).append(c)
-    records = []
-    for row in rows:
-        files = _files(profile_dir, row["chapter"], row["item_id"])
-        if not files and row["kind"] == "claim":  # a source without figures: its claims' table
-            files = _files(profile_dir, row["chapter"], CLAIM_TABLE)
-        records.append({**row, "files": files,
-                        "checks": by_item.get((row["chapter"], row["item_id"]), [])})
-    return records
-
-
-def items_present(records: list[dict]) -> int:
-    """How many of `item_records`' items have an output file (REPORT.md's "present")."""
-    return sum(bool(rec["files"]) for rec in records)
 
 
 def _item_table(records: list[dict]) -> tuple[list[str], int]:

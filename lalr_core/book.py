@@ -7,7 +7,8 @@
   ``#item-<item_id>`` at the cell that makes each inventory item;
 - ``index.html``: per chapter, every inventory item with its kind, caption, verdicts, a
   thumbnail (figures) or links to the Markdown/CSV (tables), each linking to its cell;
-- ``report.html``: REPORT.md rendered (markdown-it-py);
+- ``report.html``: REPORT.md rendered (markdown-it-py), its links to the chapter pages
+  (``<chapter>.md#<item>``) pointing at the item's row of the index instead;
 - ``<chapter>/<item>.png|pdf|csv|md``: copies of the items' files, in REPORT.md's layout, so
   every link is relative and the folder can be zipped and opened anywhere.
 
@@ -44,6 +45,8 @@ _VERDICT_CLASS = {"PASS": "pass", "FAIL": "fail", "INCONCLUSIVE": "inconclusive"
 # FigureWriter.savefig(fig, "id") / save_table(df, "id"); the first argument has no comma
 _SAVE_CALL = r"\b(?:savefig|save_table)\(\s*[^,]*?,\s*"
 _CHECK_CALL = r"\bcheck\(\s*"  # FigureWriter.check("id", ...) and a notebook's own check("id", ...)
+# REPORT.md's link to a chapter page, pages.item_link: "](05_quasi_newton.md#fig4.6)"
+_PAGE_LINK = re.compile(r"\]\((?P<chapter>[^)/#\s]+)\.md(?:#(?P<item>[^)\s]+))?\)")
 _CSS = """
 body { font-family: system-ui, sans-serif; margin: 1.5rem auto; max-width: 80rem; color: #222; }
 nav a, .nav a { margin-right: 1rem; }
@@ -254,8 +257,15 @@ def _index(profile: str, chapters: dict, not_run: list[str]) -> str:
     return _page(f"Book: {profile}", "\n".join(parts))
 
 
-def _report_page(profile_dir: Path) -> str:
-    text = (profile_dir / "REPORT.md").read_text(encoding="utf-8")
+def _report_page(profile_dir: Path, ids: set[str]) -> str:
+    """REPORT.md as HTML; a link to a chapter page goes to the item's row of the index (the
+    chapter's heading, or the index, for an item or a chapter the index lacks)."""
+    def on_index(m: re.Match) -> str:
+        row = f"{m['chapter']}.{m['item']}"
+        anchor = row if m["item"] and row in ids else m["chapter"]
+        return f"]({INDEX}#{anchor})" if anchor in ids else f"]({INDEX})"
+
+    text = _PAGE_LINK.sub(on_index, (profile_dir / "REPORT.md").read_text(encoding="utf-8"))
     body = MarkdownIt("commonmark", {"html": True}).enable("table").render(text)
     return _page("REPORT.md", body)
 
@@ -296,7 +306,9 @@ def build_book(profile: str, root=None, inventory=None) -> Path:
         shutil.copy2(profile_dir / rel, tmp / rel)
     not_run = sorted({r["chapter"] for r in rows} - set(chapters))
     (tmp / INDEX).write_text(_index(profile, chapters, not_run), encoding="utf-8")
-    (tmp / REPORT_PAGE).write_text(_report_page(profile_dir), encoding="utf-8")
+    ids = set(chapters) | {_index_anchor(ch, r["item_id"]) for ch, (_, mine, _) in
+                           chapters.items() for r in mine}
+    (tmp / REPORT_PAGE).write_text(_report_page(profile_dir, ids), encoding="utf-8")
     book = profile_dir / BOOK_DIR
     shutil.rmtree(book, ignore_errors=True)
     tmp.rename(book)

@@ -106,10 +106,12 @@ def test_a_bare_pass_or_fail_decides_only_on_replicates_or_a_deterministic_compu
 
 
 def test_the_report_says_why_a_claim_test_was_not_decided(tmp_path):
-    from lalr_core.core.results.report import _verdict_text
+    from lalr_core.core.results.pages import check_details, check_line
     out = FigureWriter("05_quasi_newton", "smoke", "05.ipynb", root=tmp_path)
     c = Claim("fig4.7-a", "q is small", item="fig4.7", replicate="a network trained from its "
               "own seed", null="the network at initialisation")
-    text = _verdict_text(out.record(c, Finding(True, detail="one run", replicates=1)))
-    assert text.startswith("**INCONCLUSIVE**") and "alone it would read PASS" in text
+    record = out.record(c, Finding(True, detail="one run", replicates=1))
+    assert check_line(record).startswith("**INCONCLUSIVE** q is small")
+    text = "\n".join(check_details(record))
+    assert "alone it would read PASS" in text
     assert "on 1 independent replicate:" in text and "null: the network at initialisation" in text

@@ -66,7 +66,7 @@ def test_mean_interval_and_bad_input():
 
 
 def test_check_stores_the_interval_and_report_prints_it(tmp_path, monkeypatch):
-    from lalr_core.core.results import report
+    from lalr_core.core.results import pages, records, report
     from lalr_core.core.results.writer import FIGURES_ENV, FigureWriter
     monkeypatch.setenv(FIGURES_ENV, str(tmp_path))
     out = FigureWriter("02_tempbalance", "smoke", "02_tempbalance.ipynb")
@@ -81,10 +81,12 @@ def test_check_stores_the_interval_and_report_prints_it(tmp_path, monkeypatch):
     assert rec["verdict"] == "INCONCLUSIVE" and rec["passed"] is None
     text = report.render_report("smoke", tmp_path / "smoke", [])
     assert "claim tests (the verdicts): 2: 1 PASS, 0 FAIL, 1 INCONCLUSIVE (1 underpowered), 0 N/A" in text
-    assert "  - 02_tempbalance: 2 claim tests: 1 PASS" in text
-    assert "INCONCLUSIVE (underpowered at this profile)** about equal" in text
-    assert "+5.33 [" in text and "3 seeds" in text
-    assert "Source: “TB improves accuracy”" in text
+    assert "  - [02_tempbalance](02_tempbalance.md): 2 claim tests: 1 PASS" in text
+    assert "| **INCONCLUSIVE (underpowered)** | about equal |" in text
+    assert "| +5.33 [" in text and "3 seeds; claim > 0 | effect +2 |" in text
+    page = pages.chapter_page("02_tempbalance", "smoke", [],
+                              records.load_checks(tmp_path / "smoke"))
+    assert "The source: “TB improves accuracy”" in page and "the source's effect +2" in page
 
 
 def test_paired_bootstrap_matches_the_closed_form_standard_error():

@@ -254,16 +254,23 @@ def test_build_report_lists_present_missing_and_counts(tmp_path, writer, small_f
     assert "3 in the inventory, 1 present, 2 missing" in text
     assert "- claim tests (the verdicts): 3: 1 PASS, 1 FAIL, 0 INCONCLUSIVE, 1 N/A" in text
     assert "- sanity checks (not verdicts): 1, 1 hold" in text
-    rows = {line.split(" | ")[1]: line for line in text.split("## Items")[1].split("## ")[0]
-            .splitlines() if line.startswith(f"| {CHAPTER} |")}
-    assert f"[png]({CHAPTER}/fig3.11.png)" in rows["fig3.11"]
-    assert "**PASS** psi tracks 1/sqrt(t): within 5% (ours: 0.1; source: 0.1)" in rows["fig3.11"]
-    assert "**FAIL** second claim" in rows["fig3.11"]
-    assert "| missing |" in rows["fig3.10"] and "| missing |" in rows["table9"]
-    assert "no claim test (1 sanity checks below)" in rows["table9"]
-    assert "**PASS** rows sum to one" in text.split("## Sanity checks")[1]
+    rows = {}  # item -> its table rows, one per claim test
+    for line in text.split("## Items")[1].split("## ")[0].splitlines():
+        if line.startswith(f"| {CHAPTER} |"):
+            rows.setdefault(line.split(" | ")[1], []).append(line)
+    first, second = rows[f"[fig3.11]({CHAPTER}.md#fig3.11)"]
+    assert f"[png]({CHAPTER}/fig3.11.png)" in first and "caption of fig3.11" in first
+    assert "| **PASS** | psi tracks 1/sqrt(t) | 0.1; 3 replicates | 0.1 |" in first
+    assert "| **FAIL** | second claim |" in second and "png" not in second
+    assert "| missing |" in rows[f"[fig3.10]({CHAPTER}.md#fig3.10)"][0]
+    [table9] = rows[f"[table9]({CHAPTER}.md#table9)"]
+    assert "| missing |" in table9 and "no claim test (1 sanity checks below)" in table9
+    assert "| **PASS** | rows sum to one |" in text.split("## Sanity checks")[1]
     other = text.split("## Other checks")[1]
-    assert "figX" in other and "**N/A** extra claim: data missing" in other
+    assert f"[figX]({CHAPTER}.md#figX)" in other and "| **N/A** | extra claim |" in other
+    # the long texts are on the chapter's page, beside REPORT.md
+    page = (tmp_path / "smoke" / f"{CHAPTER}.md").read_text()
+    assert "How: within 5%" in page and "How: data missing" in page
     assert "| 04_directedness.ipynb | 12.5 | ok |" in text
 
 

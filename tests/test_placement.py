@@ -126,8 +126,8 @@ def test_the_report_lists_what_was_not_run_here(tmp_path):
         "07": {"run": "all", "reasons": {}, "skipped_cells": 0}}}))
     report = build_report("paper", root=tmp_path).read_text()
     assert "## Not run on this machine" in report
-    assert "| 04 | 16 cells | fig3.7: needs cifar10 |" in report and "| 07 |" not in report
-    assert "| 03 | the whole notebook (no cells marked for T1) | T1: too long |" in report
+    assert "| 04 | 16 cells | fig3.7 | needs cifar10 |" in report and "| 07 |" not in report
+    assert "| 03 | the whole notebook (no cells marked for T1) | T1 | too long |" in report
     assert "estimated above 20 CPU minutes" in report
 
 

@@ -139,6 +139,8 @@ def test_rehearsal_outputs_are_marked_and_the_report_says_so(tmp_path, monkeypat
     report = build_report("paper", root=tmp_path).read_text()
     assert "(REHEARSAL)" in report.splitlines()[0]
     assert "**PASS (rehearsal)**" in report
+    page = (tmp_path / "paper" / "04_directedness.md").read_text()
+    assert "**Rehearsal: no number on this page is a result**" in page
 
 
 def test_outside_a_rehearsal_nothing_is_marked(tmp_path):

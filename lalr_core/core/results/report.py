@@ -1,10 +1,15 @@
-"""``figures/<profile>/REPORT.md``: every source item, where ours is, and our verdicts.
+"""``figures/<profile>/REPORT.md`` and the chapter pages: every source item, where ours is, and
+our verdicts.
 
 Reads the inventory of the sources' figures and tables (``data/reference/inventory.csv``,
 columns ``chapter,item_id,kind,caption,source_claim,source_numbers``), the files and
 ``checks.json`` written by :class:`lalr_core.core.results.writer.FigureWriter`, and, if present,
-``timings.json`` (a list of ``{notebook, seconds, status}``) written by the notebook
-runner. See DESIGN.md, "Runs, cache and provenance".
+``timings.json`` (a list of ``{notebook, seconds, status}``) written by the notebook runner and
+``placement.json``. REPORT.md is a table of one short line per check (no cell over
+`lalr_core.core.results.pages.WIDTH` characters); each item links to its chapter's page
+(:mod:`lalr_core.core.results.pages`), which holds the figure and the long texts. It only
+presents: every number comes from the check records. See DESIGN.md, "Runs, cache and
+provenance".
 
 Command line: ``python -m lalr_core.core.results.report --profile quick``.
 """
@@ -13,70 +18,53 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections import Counter
 from pathlib import Path
 
 from lalr_core.core import rehearsal
 from lalr_core.core.atomic_io import atomic_write_text
-from lalr_core.core.results.evidence import VERDICTS, Evidence
 from lalr_core.core.results.inventory import default_inventory, read_inventory
+from lalr_core.core.results.pages import (
+    WIDTH,
+    chapter_pages,
+    estimate_text,
+    file_links,
+    item_link,
+    page_name,
+    shorten,
+    source_text,
+    tally,
+    verdict_label,
+)
 from lalr_core.core.results.provenance import git_info, repo_root, utc_timestamp
 from lalr_core.core.results.records import (
+    FILE_KINDS,
     check_kind_of,
     item_records,
     items_present,
     load_checks,
     split_sanity,
+    uninventoried,
 )
 from lalr_core.core.results.writer import CHECKS_FILE, validate_profile
 
-_VERDICTS = VERDICTS  # PASS, FAIL, INCONCLUSIVE, N/A
+CAPTION_WIDTH = 60  # characters of an item's caption in the table (its page has all of it)
 
 
-def _cell(text) -> str:
-    """Text safe inside one Markdown table cell."""
-    return str(text).replace("|", r"\|").replace("\r", "").replace("\n", "<br>")
+def _cell(text, width: int = WIDTH) -> str:
+    """Text safe inside one Markdown table cell, on one line and at most ``width``
+    characters; a longer text is cut and ends in "…"."""
+    cut = width
+    while True:
+        escaped = shorten(text, cut).replace("|", r"\|")
+        if len(escaped) <= width:
+            return escaped
+        cut -= len(escaped) - width  # each escaped "|" took one more character
 
 
-def _value(value) -> str:
-    return json.dumps(value) if not isinstance(value, str) else value
-
-
-def _verdict_text(check: dict) -> str:
-    verdict = check["verdict"]
-    if check.get("underpowered") and verdict == "INCONCLUSIVE":
-        verdict += " (underpowered at this profile)"
-    if check.get("rehearsal"):  # a few steps of training: not a result
-        verdict += " (rehearsal)"
-    text = f"**{verdict}** {check['claim']}"
-    if check.get("interval"):  # the estimate, its 95% interval and what it rests on
-        ev = Evidence.from_record(check["interval"])
-        rel = {"greater": ">", "less": "<", "within": "within ±"}[ev.side]
-        text += f" [{ev.text()}; claim {rel} {ev.threshold:g}"
-        if check.get("half_width") is not None:
-            text += f"; decides effects beyond ±{check['half_width']:.3g}"
-        if check.get("source_effect") is not None:
-            text += f"; source's effect {check['source_effect']:+.3g}"
-            if check.get("underpowered"):
-                text += ", underpowered at this profile"
-        if check.get("replicates_needed") and check.get("verdict") == "INCONCLUSIVE":
-            text += f"; ~{check['replicates_needed']} replicates would decide it"
-        text += "]"
-    if check.get("refusal") and check.get("verdict") == "INCONCLUSIVE":
-        # the data alone would read PASS or FAIL, but may not decide
-        would = check.get("interval_verdict")
-        text += f" (not decided: {check['refusal']}" + \
-            (f"; alone it would read {would})" if would in ("PASS", "FAIL") else ")")
-    if check.get("replicate_unit") or check.get("null"):
-        text += f" (replicate: {check.get('replicate_unit') or '?'}; null: " \
-                f"{check.get('null') or 'not stated'})"
-    if check.get("detail"):
-        text += f": {check['detail']}"
-    if check.get("ours") is not None or check.get("source") is not None:
-        text += f" (ours: {_value(check.get('ours'))}; source: {_value(check.get('source'))})"
-    if check.get("quote"):
-        text += f" Source: “{check['quote']}”"
-    return _cell(text)
+def _check_cells(check: dict) -> list[str]:
+    """A check's verdict, claim, our estimate and the source's number, as table cells."""
+    return [f"**{verdict_label(check)}**", _cell(check.get("claim", "")),
+            _cell(estimate_text(check)), _cell(source_text(check))]
 
 
 def _load_timings(profile_dir: Path) -> list[dict]:
@@ -107,31 +95,38 @@ def _sidecar_commits(profile_dir: Path) -> list[str]:
     return sorted(seen)
 
 
-def _item_table(records: list[dict]) -> tuple[list[str], int]:
-    lines = [
-        ("| chapter | item | kind | caption | ours | source's claim | source's numbers "
-         "| our checks |"),
-        "|---|---|---|---|---|---|---|---|",
-    ]
+_ITEM_HEADER = ("| chapter | item | caption | ours | verdict | claim test | our estimate [95% "
+                "interval], replicates | source's number |")
+
+
+def _item_table(records: list[dict], linked) -> list[str]:
+    """One row per claim test (an item without one: one row saying so); an item's caption
+    and files only on its first row."""
+    lines = [_ITEM_HEADER, "|---|---|---|---|---|---|---|---|"]
     for rec in records:
-        links = [f"[{kind}]({rel})" for kind, rel in rec["files"].items()]
         claims, sanity = split_sanity(rec["checks"])
-        n_sanity = len(sanity)
-        verdicts = "<br>".join(_verdict_text(c) for c in claims) or (
-            f"no claim test ({n_sanity} sanity checks below)" if n_sanity else "no check")
-        cells = [rec["chapter"], rec["item_id"], rec["kind"], rec["caption"],
-                 " ".join(links) or "missing", rec["source_claim"], rec["source_numbers"]]
-        lines.append("| " + " | ".join(_cell(c) for c in cells) + f" | {verdicts} |")
-    return lines, items_present(records)
+        item = f"[{rec['item_id']}]({item_link(rec['chapter'], rec['item_id'])})"
+        first = [_cell(rec["caption"], CAPTION_WIDTH), file_links(rec["files"], linked) or "missing"]
+        if not claims:
+            none = f"no claim test ({len(sanity)} sanity checks below)" if sanity else "no check"
+            claims_cells = [["", none, "", ""]]
+        else:
+            claims_cells = [_check_cells(c) for c in claims]
+        for i, cells in enumerate(claims_cells):
+            row = [rec["chapter"], item, *(first if i == 0 else ["", ""]), *cells]
+            lines.append("| " + " | ".join(row) + " |")
+    return lines
 
 
 def _other_checks(others: list[dict]) -> list[str]:
     if not others:
         return []
     lines = ["", "## Other checks", "", "Claim tests for items not in the inventory.", "",
-             "| chapter | item | check |", "|---|---|---|"]
+             "| chapter | item | verdict | claim test | our estimate | source's number |",
+             "|---|---|---|---|---|---|"]
     for c in others:
-        lines.append(f"| {_cell(c['chapter'])} | {_cell(c['item_id'])} | {_verdict_text(c)} |")
+        item = f"[{_cell(c['item_id'])}]({item_link(c['chapter'], c['item_id'])})"
+        lines.append("| " + " | ".join([c["chapter"], item, *_check_cells(c)]) + " |")
     return lines
 
 
@@ -142,31 +137,26 @@ def _sanity_section(sanity: list[dict]) -> list[str]:
     lines = ["", "## Sanity checks", "",
              (f"{len(sanity)} checks that hold by construction or guard the code (identities, "
               f"mechanics, bug demonstrations); {held} hold. They are not verdicts on the "
-              "sources."), "", "| chapter | item | check |", "|---|---|---|"]
+              "sources."), "", "| chapter | item | verdict | sanity check | ours | source's number |",
+             "|---|---|---|---|---|---|"]
     for c in sanity:
-        lines.append(f"| {_cell(c['chapter'])} | {_cell(c['item_id'])} | {_verdict_text(c)} |")
+        item = f"[{_cell(c['item_id'])}]({item_link(c['chapter'], c['item_id'])})"
+        lines.append("| " + " | ".join([c["chapter"], item, *_check_cells(c)]) + " |")
     return lines
 
 
 def verdict_counts(checks: list[dict]) -> list[str]:
     """REPORT.md's count lines: claim tests by verdict (and how many of the INCONCLUSIVE are
-    underpowered), overall and per chapter; sanity checks and unclassified records apart."""
+    underpowered), overall and per chapter (linked to its page); sanity checks and
+    unclassified records apart."""
     claims = [c for c in checks if check_kind_of(c) == "claim"]
     sanity = [c for c in checks if check_kind_of(c) == "sanity"]
     loose = [c for c in checks if check_kind_of(c) == "unclassified"]
-
-    def counts(cs):
-        n = Counter(c.get("verdict") for c in cs)
-        weak = sum(c.get("verdict") == "INCONCLUSIVE" and bool(c.get("underpowered")) for c in cs)
-        parts = [f"{n.get(v, 0)} {v}" + (f" ({weak} underpowered)" if v == "INCONCLUSIVE"
-                                            and weak else "") for v in _VERDICTS]
-        return ", ".join(parts)
-
-    lines = [f"- claim tests (the verdicts): {len(claims)}: {counts(claims)}"]
+    lines = [f"- claim tests (the verdicts): {len(claims)}: {tally(claims)}"]
     for ch in sorted({c["chapter"] for c in checks}):
         mine = [c for c in claims if c["chapter"] == ch]
         n_sanity = sum(c["chapter"] == ch for c in sanity)
-        lines.append(f"  - {ch}: {len(mine)} claim tests: {counts(mine)}; "
+        lines.append(f"  - [{ch}]({page_name(ch)}): {len(mine)} claim tests: {tally(mine)}; "
                      f"{n_sanity} sanity checks")
     held = sum(c.get("verdict") == "PASS" for c in sanity)
     lines.append(f"- sanity checks (not verdicts): {len(sanity)}, {held} hold")
@@ -192,13 +182,15 @@ def _timings_section(timings: list[dict]) -> list[str]:
 PLACEMENT_FILE = "placement.json"  # written by the driver's placement (lalr_core.placement)
 
 
-def _placement_section(profile_dir: Path) -> list[str]:
-    """What this machine did not run (``placement.json``), and why, per chapter."""
+def read_placement(profile_dir: Path) -> dict | None:
+    """``placement.json``: what this machine did not run, per chapter id; ``None`` if absent."""
     path = profile_dir / PLACEMENT_FILE
-    if not path.is_file():
-        return []
-    placed = json.loads(path.read_text())
-    skipped = {c: p for c, p in placed["chapters"].items() if p["run"] != "all"}
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+def _placement_section(placed: dict | None) -> list[str]:
+    """What this machine did not run, and why: one row per skipped section."""
+    skipped = {c: p for c, p in (placed or {}).get("chapters", {}).items() if p["run"] != "all"}
     if not skipped:
         return []
     budgets = sorted({p.get("budget_cpu_min", placed["budget_cpu_min"])
@@ -210,29 +202,41 @@ def _placement_section(profile_dir: Path) -> list[str]:
               f"{budget} CPU minutes, or whose data is missing, was skipped "
               "(its items are missing above); the rest of the notebook ran. Runs the run cache "
               "already held (trained earlier, here or on a GPU machine whose entries were "
-              "copied in) counted as no time."), "",
-             "| chapter | skipped | section: why |", "|---|---|---|"]
+              "copied in) counted as no time. The chapter's page gives each reason in full."),
+             "", "| chapter | skipped | section | why |", "|---|---|---|---|"]
     for c, p in sorted(skipped.items()):
         what = "the whole notebook" if p["run"] == "none" else f"{p['skipped_cells']} cells"
         if p.get("unmarked"):  # why a part placed elsewhere took the notebook with it
             what += f" (no cells marked for {', '.join(p['unmarked'])})"
-        why = "<br>".join(f"{s}: {w}" for s, w in p["reasons"].items())
-        lines.append(f"| {c} | {what} | {_cell(why)} |")
+        for i, (section, why) in enumerate(p["reasons"].items() or [("", "")]):
+            cells = [c, _cell(what) if i == 0 else "", _cell(section), _cell(why)]
+            lines.append("| " + " | ".join(cells) + " |")
     return lines
 
 
 REHEARSAL_NOTE = ("**Rehearsal: no number below is a result.** The notebooks ran (an item "
                   f"missing below is one a notebook did not reach) on {rehearsal.DESCRIPTION}; "
                   "the verdicts only show that the checks ran.")
+_HOW_TO_READ = (
+    "A claim test judges the source's claim, in the source's direction, against a null or a "
+    "control; a sanity check holds by construction and is listed apart. PASS and FAIL: the "
+    "evidence decides the claim (for comparisons of runs, the 95% interval in brackets lies on "
+    "one side of the claim's threshold); INCONCLUSIVE: the interval covers the threshold "
+    "(\"underpowered\": even the source's own effect would lie within one half-width of the "
+    "threshold); N/A: this setting cannot show the effect. One line per check; a cell cut "
+    "short ends in \"…\": the item's link opens its chapter's page, with the figure, the full "
+    "texts and how each check was judged (the interval's half-width h decides effects beyond "
+    "±h, the smallest effect this profile can decide).")
 
 
-def render_report(profile: str, profile_dir: Path, rows: list[dict]) -> str:
-    """The text of ``REPORT.md`` for ``rows`` of the inventory and ``profile_dir``'s outputs."""
+def render_report(profile: str, profile_dir: Path, rows: list[dict],
+                  linked=FILE_KINDS) -> str:
+    """The text of ``REPORT.md`` for ``rows`` of the inventory and ``profile_dir``'s outputs;
+    ``linked``: the file kinds that lie beside it (a snapshot leaves some out)."""
     checks = load_checks(profile_dir)
-    judged, sanity = split_sanity(checks)
-    known = {(r["chapter"], r["item_id"]) for r in rows}
-    others = [c for c in judged if (c["chapter"], c["item_id"]) not in known]
-    table, present = _item_table(item_records(profile_dir, rows, checks))
+    records = item_records(profile_dir, rows, checks)
+    others = split_sanity(uninventoried(records, checks))[0]
+    present = items_present(records)
     git = git_info()
     made_at = ", ".join(_sidecar_commits(profile_dir)) or "none"
     rehearsed = any(c.get("rehearsal") for c in checks)
@@ -246,25 +250,44 @@ def render_report(profile: str, profile_dir: Path, rows: list[dict]) -> str:
         f"- items: {len(rows)} in the inventory, {present} present, {len(rows) - present} missing",
         *verdict_counts(checks),
         "",
-        ("A claim test judges the source's claim, in the source's direction, against a null or "
-         "a control; a sanity check holds by construction and is listed apart. PASS and FAIL: "
-         "the evidence decides the claim (for comparisons of runs, the 95% interval in "
-         "brackets lies on one side of the claim's threshold); INCONCLUSIVE: the interval "
-         "covers the threshold (\"underpowered at this profile\": even the source's own effect "
-         "would lie within one half-width of the threshold); N/A: this setting cannot show the "
-         "effect (the reason follows). \"Decides effects beyond ±h\": the interval's "
-         "half-width h, the smallest effect this profile can decide."),
+        _HOW_TO_READ,
         "",
         "## Items",
         "",
     ]
-    body = (table + _other_checks(others) + _sanity_section(sanity)
-            + _placement_section(profile_dir) + _timings_section(_load_timings(profile_dir)))
+    body = (_item_table(records, linked) + _other_checks(others)
+            + _sanity_section(split_sanity(checks)[1])
+            + _placement_section(read_placement(profile_dir))
+            + _timings_section(_load_timings(profile_dir)))
     return "\n".join(head + body) + "\n"
 
 
+def write_report(profile: str, profile_dir: Path, rows: list[dict], out_dir: Path | None = None,
+                 linked=FILE_KINDS) -> Path:
+    """Write REPORT.md and every chapter's page into ``out_dir`` (default ``profile_dir``)
+    from ``profile_dir``'s records; returns REPORT.md's path.
+
+    Args:
+        profile: the profile's name, for the titles.
+        profile_dir: the folder the notebooks wrote (``figures/<profile>``).
+        rows: inventory rows.
+        out_dir: where the texts go (a snapshot's ``results/<profile>``).
+        linked: the file kinds that lie in ``out_dir`` beside the texts.
+    """
+    out_dir = Path(out_dir) if out_dir is not None else Path(profile_dir)
+    checks = load_checks(profile_dir)
+    records = item_records(profile_dir, rows, checks)
+    pages = chapter_pages(profile, records, uninventoried(records, checks), linked=linked,
+                          placement=read_placement(profile_dir))
+    for name, text in pages.items():
+        atomic_write_text(out_dir / name, text)
+    path = out_dir / "REPORT.md"
+    atomic_write_text(path, render_report(profile, profile_dir, rows, linked))
+    return path
+
+
 def build_report(profile: str, root=None, inventory=None) -> Path:
-    """Write ``<root>/<profile>/REPORT.md`` and return its path.
+    """Write ``<root>/<profile>/REPORT.md`` and the chapter pages; return REPORT.md's path.
 
     Args:
         profile: one of ``smoke``, ``quick``, ``paper``.
@@ -280,15 +303,12 @@ def build_report(profile: str, root=None, inventory=None) -> Path:
     validate_profile(profile)
     root = Path(root) if root is not None else repo_root() / "figures"
     rows = read_inventory(inventory if inventory is not None else default_inventory())
-    profile_dir = root / profile
-    path = profile_dir / "REPORT.md"
-    atomic_write_text(path, render_report(profile, profile_dir, rows))
-    return path
+    return write_report(profile, root / profile, rows)
 
 
 def main(argv=None) -> int:
     """Command line: ``python -m lalr_core.core.results.report --profile quick [--root R] [--inventory I]``."""
-    parser = argparse.ArgumentParser(description="Write figures/<profile>/REPORT.md")
+    parser = argparse.ArgumentParser(description="Write figures/<profile>/REPORT.md and the chapter pages")
     parser.add_argument("--profile", default="quick")
     parser.add_argument("--root", default=None, help="figures root (default <repo>/figures)")
     parser.add_argument("--inventory", default=None, help="inventory CSV")

@@ -10,7 +10,8 @@ and the items present. Figures (PNG / PDF) stay out: their links in the copied R
 plain words. A profile not under the figures root keeps its last snapshot.
 
 It refuses (exit 2, nothing written) a profile whose check records were made from a dirty tree,
-or at a commit whose code (`CODE_PATHS`) differs from HEAD: a snapshot is what HEAD computes.
+or at a commit whose code (`CODE_PATHS` less `PRESENTATION_PATHS`, the files that only present
+the records) differs from HEAD: a snapshot is what HEAD computes.
 `python scripts/compare_checks.py compare results/quick figures/quick` (``make compare``)
 then tells whether a fresh run reproduces it.
 """
@@ -46,6 +47,11 @@ _VERDICTS = ("PASS", "FAIL", "INCONCLUSIVE", "N/A")
 ITEMS_FILE = "items.json"  # the inventory's items and how many had outputs where they were made
 #: what a result depends on: a record made at another commit is stale if any of these differ
 CODE_PATHS = ("lalr_core", "notebooks", "pyproject.toml", "data")
+#: the files under `CODE_PATHS` that only present the records (no check, table or figure
+#: depends on them): a change to them leaves the records fresh, and the snapshot re-renders
+PRESENTATION_PATHS = ("lalr_core/snapshot.py", "lalr_core/core/results/pages.py",
+                      "lalr_core/core/results/report.py", "lalr_core/core/results/records.py",
+                      "lalr_core/book.py")
 
 
 def profile_dirs(figures: Path) -> dict[str, Path]:
@@ -129,8 +135,8 @@ def render_index(rows: list[dict]) -> str:
 
 def stale_reasons(folder: Path, repo: Path) -> list[str]:
     """Why the check records under ``folder`` are not what ``repo``'s HEAD computes: made from
-    a dirty tree, at an unknown commit, or at a commit whose `CODE_PATHS` differ from HEAD.
-    Empty when they are fresh."""
+    a dirty tree, at an unknown commit, or at a commit whose `CODE_PATHS` (less
+    `PRESENTATION_PATHS`) differ from HEAD. Empty when they are fresh."""
     checks = load_checks(folder)
     if not checks:
         return [f"{folder} holds no check records"]
@@ -141,7 +147,8 @@ def stale_reasons(folder: Path, repo: Path) -> list[str]:
     head = git_info(repo, refresh=True)["commit"]
     for commit in sorted({c.get("commit") or "unknown" for c in checks} - {head}):
         changed = None if commit == "unknown" else run_git(
-            repo, "diff", "--name-only", commit, "HEAD", "--", *CODE_PATHS)
+            repo, "diff", "--name-only", commit, "HEAD", "--", *CODE_PATHS,
+            *(f":(exclude){path}" for path in PRESENTATION_PATHS))
         if changed is None:
             out.append(f"made at commit {commit[:12]}, which this repository does not hold")
         elif changed:

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from lalr_core.core.results.inventory import default_inventory, read_inventory
-from lalr_core.snapshot import main, snapshot
+from lalr_core.snapshot import PRESENTATION_PATHS, main, snapshot
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -79,12 +79,17 @@ def test_snapshot_refuses_outputs_that_head_did_not_make(tmp_path, capsys):
     _git(repo, "config", "user.email", "t@t")
     _git(repo, "config", "user.name", "t")
     (repo / "lalr_core/m.py").write_text("x = 1\n")
+    for path in PRESENTATION_PATHS:
+        (repo / path).parent.mkdir(parents=True, exist_ok=True)
+        (repo / path).write_text("how = 1\n")
     _git(repo, "add", ".")
     _git(repo, "commit", "-qm", "one")
     made_at = _git(repo, "rev-parse", "HEAD")
     (repo / "README.md").write_text("docs only\n")  # outside CODE_PATHS: still fresh
+    for path in PRESENTATION_PATHS:  # code that only presents the records: still fresh
+        (repo / path).write_text("how = 2\n")
     _git(repo, "add", ".")
-    _git(repo, "commit", "-qm", "docs")
+    _git(repo, "commit", "-qm", "docs and presentation")
     figures, results = tmp_path / "figures", tmp_path / "results"
     _profile(figures, "quick", ["PASS"], commit=made_at)
     assert [r["name"] for r in snapshot(figures, results, repo=repo)] == ["quick"]

@@ -126,13 +126,14 @@ class _Rendered(HTMLParser):
 
 
 def _table_cells(text: str) -> list[str]:
-    """The source text of every table cell of a Markdown text."""
+    """The text a reader sees in every table cell of a Markdown text (a link as its label)."""
     cells, inside = [], False
     for token in MarkdownIt("commonmark").enable("table").parse(text):
         inside = token.type in ("th_open", "td_open") or (
             inside and token.type not in ("th_close", "td_close"))
         if inside and token.type == "inline":
-            cells.append(token.content)
+            cells.append("".join(c.content for c in token.children or ()
+                                 if c.type in ("text", "code_inline")))
     return cells
 
 

@@ -25,7 +25,7 @@ def test_a_paper_notebook_rehearses_to_its_end_and_marks_everything(tmp_path):
     profile = out / "rehearsal" / "paper"
     report = (profile / "REPORT.md").read_text()
     assert report.startswith("# Report: profile `paper` (REHEARSAL)")
-    [chapter] = [p for p in profile.iterdir() if p.name.startswith(CHAPTER)]
+    [chapter] = [p for p in profile.iterdir() if p.is_dir() and p.name.startswith(CHAPTER)]
     checks = json.loads((chapter / "checks.json").read_text())
     assert checks and all(c["rehearsal"] is True for c in checks)
     sidecars = [json.loads(p.read_text()) for p in chapter.glob("*.json")

@@ -72,9 +72,10 @@ CALIBRATION = {"device": "NVIDIA H200", "model": "resnet20", "dataset": "cifar10
                "s_per_epoch": 0.570, "s_per_epoch_bf16": 0.456,
                "record": "benchmarks/measured/bench_gpu_epoch_h200_2026-11-26.json"}
 # Optimiser state per parameter, in copies of the parameters (torch.optim and the methods'
-# optimisers); "classes": one gradient EMA per class (methods.quasi_newton).
+# optimisers); "classes": one gradient EMA per class (methods.quasi_newton). Muon: one momentum
+# buffer on its hidden matrices (the AdamW part's two moments are on the few other weights).
 STATE_COPIES = {"sgd": 0, "alg5_sgd": 0, "sgdm": 1, "lars": 1, "lars_po": 1, "adam": 2,
-                "adamw": 2, "lamb": 2, "qn_class_subspace": "classes"}
+                "adamw": 2, "lamb": 2, "muon": 1, "qn_class_subspace": "classes"}
 ASSUMED_STATE_COPIES = 2   # an optimiser not in STATE_COPIES (Adam's)
 SMALL_STEP = 0.1           # a step below this share of the calibration step's FLOPs is
                            # launch-bound on a GPU: its estimate is a lower bound

@@ -24,6 +24,7 @@ CHAPTERS: dict[str, str] = {  # chapter id -> module
     "05b": "ch05b_newton_natural_gradient",
     "06": "ch06_orthogonal_sgdm",
     "07": "ch07_signal_propagation",
+    "08": "ch08_head_to_head",
 }
 
 

@@ -1,8 +1,8 @@
 """Chapter 01 (LALR, seed 000): settings per profile, the labelled runs of every experiment,
 the source's claims, and the verdicts the notebook records.
 
-``settings`` holds the typed `Settings` and ``PROFILES``; ``baselines`` registers LARS and
-LAMB (``pytorch_optimizer``) as optimisers ``"lars_po"`` and ``"lamb"``; ``runs`` turns
+``settings`` holds the typed `Settings` and ``PROFILES``; LARS and LAMB are the optimisers
+``"lars_po"`` and ``"lamb"`` of `lalr_core.methods.layer_lr.trust_ratio`; ``runs`` turns
 settings into labelled fine-tunings (stage 1 by section, and the U-match stage that needs
 LALR's runs first); ``claims`` the claims L-C1..L-C30 with the source's sentences;
 ``verdicts`` the per-run numbers, paired intervals, combination rules and the verdict table;
@@ -17,11 +17,7 @@ diagnostics. ``CHAPTER.all_runs(settings)`` is the one sweep of stage 1, after
 
 from __future__ import annotations
 
-from lalr_core.chapters.ch01_lalr import (
-    baselines,  # noqa: F401  (registers lars_po, lamb)
-    findings,
-    mechanisms,
-)
+from lalr_core.chapters.ch01_lalr import findings, mechanisms
 from lalr_core.chapters.ch01_lalr.claims import (
     CLAIMS,
     SOURCE_CLAIMS,

@@ -20,7 +20,8 @@ per-layer diagnostics (`lalr_core.methods.layer_lr.lalr.diagnostics`: X-L6, X-L7
 
 Arms (``ARMS``): ``U`` (AdamW at ``base_lr``), ``LALR-REC`` (our executable
 specification, `LALR`'s defaults), ``LALR-AW`` (App. A as written, `LALR.as_written`), ``LARS``,
-``LAMB`` (`baselines`), ``TempBalance`` (chapter 02's method at ``base_lr``), the X-L5 phase
+``LAMB`` (`lalr_core.methods.layer_lr.trust_ratio`), ``TempBalance`` (chapter 02's method at
+``base_lr``), the X-L5 phase
 schedules (``"svd>ce>cs"`` is LALR-REC itself, the same cached run), the X-L16 / X-L17
 variants (metrics once, the text's CS direction, App. A's per-parameter grouping alone) and
 X-L18's SENT arms (``SENT_ARMS``: one open choice of the source changed each).

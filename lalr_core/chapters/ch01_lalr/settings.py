@@ -58,7 +58,7 @@ class Settings(ChapterSettings):
     wd: float               # decoupled weight decay of every arm
     batch_size: int
     seeds: int              # runs per arm and task (>= 5 for the accuracy claims at quick)
-    # Baselines (`baselines`; values and reasons beside ``_BASELINES``).
+    # Baselines (`lalr_core.methods.layer_lr.trust_ratio`; values and reasons beside ``_BASELINES``).
     lars_lr: float
     lars_eta: float         # LARS trust coefficient
     lars_momentum: float
@@ -163,7 +163,7 @@ class Settings(ChapterSettings):
 # LayerNorms) take plain SGD steps at lr. A pilot on seeds 100-101 (disjoint from the seeds of
 # the checks; SENT, 500 examples, 6 epochs; final validation accuracy, mean of 2) chose within
 # each grid:
-#   LAMB (the paper's form, `baselines`) lr 1e-3 / 3e-3 / 6e-3 / 1e-2 / 3e-2:
+#   LAMB (the paper's form, `trust_ratio`) lr 1e-3 / 3e-3 / 6e-3 / 1e-2 / 3e-2:
 #        0.56 / 0.988 / 0.990 / 0.97 / 0.93                                 -> 6e-3 (the match)
 #   LARS eta 1e-3 (the paper's), lr 0.1-3: <= 0.54 (no learning; lr 3 unstable);
 #   eta 1e-2, lr 0.3 / 1: 0.95 / 0.94; eta 3e-2, lr 0.1 / 0.3: 0.98 / 0.93;

@@ -1,7 +1,8 @@
 """LARS and LAMB from ``pytorch_optimizer``, registered as optimisers of the shared loop.
 
-Chapter 01's layer-wise baselines, taken from a well-kept package rather than written by hand. The source cites both (§1.0, refs [11], [12]) as the layer-wise
-methods LALR differs from. Names: ``"lars_po"`` (``"lars"`` is chapter 06's Barlow-Twins LARS,
+The layer-wise trust-ratio classics, taken from a well-kept package rather than written by
+hand: chapter 01's baselines (its source cites both, §1.0, refs [11], [12], as the layer-wise
+methods LALR differs from) and two of chapter 08's contenders. Names: ``"lars_po"`` (``"lars"`` is chapter 06's Barlow-Twins LARS,
 `lalr_core.methods.orthogonal`) and ``"lamb"``.
 
 * LARS (You, Gitman, Ginsburg 2017), ``pytorch_optimizer.LARS``: for every parameter with

@@ -6,7 +6,7 @@
 #       extension: .py
 #       format_name: percent
 #       format_version: '1.3'
-#       jupytext_version: 1.19.6
+#       jupytext_version: 1.19.7
 #   kernelspec:
 #     display_name: Python 3
 #     language: python
@@ -21,13 +21,13 @@
 # which of the collection's optimisers trains best, and which is fastest to a target?
 #
 # **Contenders** (each from the collection's one implementation, or a well-kept library):
-# SGDM; AdamW; LARS (You, Gitman, Ginsburg 2017) and LAMB (You et al. 2020), both from
+# SGDM; AdamW; LARS (`[You2017]`) and LAMB (`[You2020]`), both from
 # `pytorch_optimizer` (`lalr_core.methods.layer_lr.trust_ratio`); TempBalance on SGDM
 # (chapter 02, `[Ye2023]`); LALR on AdamW (chapter 01, `[LALR]`, our executable specification);
 # Orthogonal-SGDM with the exact polar factor (SVD) and with 5 Newton-Schulz steps (chapter 06,
 # `[Tuddenham2026]` ch. 5); and Muon, the orthogonalised optimiser the field uses today
 # (Keller Jordan, Yuchen Jin, Vlado Boza, Jiacheng You, Franz Cesista, Laker Newhouse, Jeremy
-# Bernstein, *Muon: An optimizer for hidden layers in neural networks*, 2024,
+# Bernstein, *Muon: An optimizer for hidden layers in neural networks*, 2024, `[Jordan2024]`,
 # <https://kellerjordan.github.io/posts/muon/>): hidden matrices by Muon, the input layer, the
 # head, biases and gains by AdamW, as its authors recommend (`lalr_core.methods.orthogonal.muon`,
 # on `pytorch_optimizer.Muon`). Every reference: `REFERENCES.md`.
@@ -112,7 +112,11 @@ out.save_table(table81, "table8.1", floatfmt=".4g",
                        "trials_per_contender": len(S.lr_factors) * len(S.tuning_seeds)},
                note="the protocol: each contender's centre lr x lr_factors on the tuning "
                     "seeds; the best mean final validation accuracy is chosen")
-table81.pivot_table(index=["task", "contender"], columns="lr", values="val_acc_pct").round(1)
+edges = table81[table81.edge]
+print(f"{len(edges)} of {int(table81.chosen.sum())} choices sit at an end of their trials "
+      f"(the best lr may lie outside the grid):",
+      ", ".join(f"{t}/{c}" for t, c in zip(edges.task, edges.contender)) or "none")
+table81[table81.chosen]
 
 # %% [markdown]
 # ## The evaluation runs
@@ -206,7 +210,8 @@ for ax, task in zip(axs[0], TASKS):
         ep = np.arange(1, len(mean) + 1)
         line, = ax.plot(ep, mean, label=LABELS[c],
                         ls="--" if c in ("orth_ns", "lalr", "lamb") else "-")
-        ax.fill_between(ep, mean - half, mean + half, color=line.get_color(), alpha=0.15)
+        ax.fill_between(ep, np.clip(mean - half, 0, 100), np.clip(mean + half, 0, 100),
+                        color=line.get_color(), alpha=0.15)   # an accuracy's band stays in [0, 100]
     ax.axhline(100 * target[task], color="k", lw=0.7, ls=":")
     ax.set(title=task, xlabel="epoch", ylabel="validation accuracy (%)")
 axs[0][-1].legend(fontsize=7, loc="lower right")
@@ -225,8 +230,7 @@ for task in TASKS:
 # not distinguishable from the best at this number of seeds.
 
 # %%
-fig, axs = plt.subplots(1, len(TASKS), figsize=(5 * len(TASKS), 3.6), squeeze=False,
-                        sharey=True)
+fig, axs = plt.subplots(1, len(TASKS), figsize=(5.5 * len(TASKS), 3.6), squeeze=False)
 for ax, task in zip(axs[0], TASKS):
     best = sm.best_contender(frame, task)
     ev = {c: fd.versus(frame, task, c, best) if c != best else None for c in S.contenders}

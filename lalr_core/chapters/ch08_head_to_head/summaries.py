@@ -56,13 +56,19 @@ def choose_lr(tuning: pd.DataFrame) -> dict[str, dict[str, float]]:
 
 def tuning_table(tuning: pd.DataFrame, chosen: dict) -> pd.DataFrame:
     """The trials: task, contender, lr, mean validation accuracy (%) over the tuning seeds,
-    diverged seeds, and whether the lr was chosen."""
+    diverged seeds, whether the lr was chosen, and whether that choice is an end of the
+    contender's trials (``edge``: its best lr may lie outside them)."""
     g = tuning.groupby(["task", "contender", "lr"], sort=False)
     table = pd.DataFrame({"val_acc_pct": 100 * g["val_acc"].mean(),
                           "diverged": g["diverged"].sum().astype(int),
                           "seeds": g.size()}).reset_index()
     table["chosen"] = [chosen[t][c] == lr for t, c, lr in
                        zip(table.task, table.contender, table.lr)]
+    ends = table.groupby(["task", "contender"])["lr"].agg(["min", "max"])
+    table["edge"] = [ch and lr in (ends.loc[(t, c), "min"], ends.loc[(t, c), "max"])
+                     and ends.loc[(t, c), "min"] < ends.loc[(t, c), "max"]
+                     for t, c, lr, ch in zip(table.task, table.contender, table.lr,
+                                             table.chosen)]
     return table
 
 

@@ -69,3 +69,13 @@ def claim(template: str, task: str) -> Claim:
         raise ValueError(f"unknown claim {template!r}; known: {sorted(TEMPLATES)}")
     t = TEMPLATES[template]
     return dataclasses.replace(t, id=f"{template}:{task}", text=f"{t.text} (task {task})")
+
+
+def _profile_tasks() -> list[str]:
+    from lalr_core.chapters.ch08_head_to_head.settings import PROFILES
+    return sorted({task for s in PROFILES.values() for task in s.tasks})
+
+
+#: every claim test of every profile: each template on each task of the profiles
+CLAIMS: dict[str, Claim] = {c.id: c for c in (claim(t, task) for t in TEMPLATES
+                                              for task in _profile_tasks())}

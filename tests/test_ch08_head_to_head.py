@@ -183,6 +183,11 @@ def test_claims_pass_fail_and_inconclusive(template, effect, noise, verdict):
     assert finding.evidence.claim_verdict == verdict
 
 
+def test_lalrs_fine_tuning_claim_is_na_on_a_task_trained_from_scratch():
+    _, finding = fd.judge(_frame(0.05, 0.001), "lalr-final", "t", kind="image")
+    assert finding.verdict == "N/A" and "from scratch" in finding.detail
+
+
 def test_a_claim_on_too_few_seeds_is_inconclusive():
     _, finding = fd.judge(_frame(0.05, 0.001, n=2), "tb-final", "t")
     assert finding.evidence.claim_verdict == "INCONCLUSIVE"

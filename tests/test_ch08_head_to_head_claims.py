@@ -7,7 +7,7 @@ import pandas as pd
 
 from lalr_core.chapters.ch08_head_to_head import CONTENDERS
 from lalr_core.chapters.ch08_head_to_head import findings as fd
-from lalr_core.chapters.ch08_head_to_head.claims import CLAIMS, COMPARED
+from lalr_core.chapters.ch08_head_to_head.claims import CLAIMS, COMPARED, in_scope, profile_tasks
 
 CHAPTER = "ch08_head_to_head"
 
@@ -27,10 +27,20 @@ def frame(task: str, effect: float, noise: float, n: int = 6, seed: int = 0) -> 
     return pd.DataFrame(rows)
 
 
+KINDS = profile_tasks()
+
+
 def _case(cid: str, effect: float, noise: float):
     template, task = cid.split(":")
-    return lambda: fd.judge(frame(task, effect, noise), template, task)[1]
+    return lambda: fd.judge(frame(task, effect, noise), template, task, KINDS[task])[1]
 
 
-CASES = {cid: {"PASS": _case(cid, 0.02, 0.002), "FAIL": _case(cid, -0.02, 0.002),
-               "INCONCLUSIVE": _case(cid, 0.0005, 0.02)} for cid in CLAIMS}
+def _cases(cid: str) -> dict:
+    template, task = cid.split(":")
+    if not in_scope(template, KINDS[task]):   # a claim about another kind of task
+        return {"N/A": _case(cid, 0.02, 0.002)}
+    return {"PASS": _case(cid, 0.02, 0.002), "FAIL": _case(cid, -0.02, 0.002),
+            "INCONCLUSIVE": _case(cid, 0.0005, 0.02)}
+
+
+CASES = {cid: _cases(cid) for cid in CLAIMS}

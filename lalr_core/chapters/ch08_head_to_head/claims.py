@@ -46,6 +46,9 @@ COMPARED = {
     "tb-final": ("tempbalance", "sgdm", "test_acc"),
     "lalr-final": ("lalr", "adamw", "test_acc"),
 }
+# template -> the task kind its source's claim is about (others: N/A). LALR is a fine-tuning
+# method: its source claims nothing about training from scratch.
+SCOPE = {"lalr-final": "text"}
 TEMPLATES: dict[str, Claim] = {c.id: c for c in (
     Claim("orth-early", "Orthogonal-SGDM (SVD) learns faster at the start of training than "
           "SGDM: higher validation accuracy after the first early_epochs epochs",
@@ -71,11 +74,17 @@ def claim(template: str, task: str) -> Claim:
     return dataclasses.replace(t, id=f"{template}:{task}", text=f"{t.text} (task {task})")
 
 
-def _profile_tasks() -> list[str]:
+def profile_tasks() -> dict[str, str]:
+    """Task name -> kind, over every profile's tasks."""
     from lalr_core.chapters.ch08_head_to_head.settings import PROFILES
-    return sorted({task for s in PROFILES.values() for task in s.tasks})
+    return {task: spec["kind"] for s in PROFILES.values() for task, spec in s.tasks.items()}
+
+
+def in_scope(template: str, kind: str) -> bool:
+    """Whether the source's claim ``template`` is about a task of ``kind``."""
+    return SCOPE.get(template, kind) == kind
 
 
 #: every claim test of every profile: each template on each task of the profiles
 CLAIMS: dict[str, Claim] = {c.id: c for c in (claim(t, task) for t in TEMPLATES
-                                              for task in _profile_tasks())}
+                                              for task in sorted(profile_tasks()))}

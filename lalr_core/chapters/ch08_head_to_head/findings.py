@@ -14,7 +14,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from lalr_core.chapters.ch08_head_to_head.claims import COMPARED, claim
+from lalr_core.chapters.ch08_head_to_head.claims import COMPARED, SCOPE, claim, in_scope
 from lalr_core.chapters.ch08_head_to_head.summaries import paired
 from lalr_core.core.results.claims import Finding
 from lalr_core.core.results.evidence import Evidence, mean_interval, paired_difference
@@ -28,9 +28,14 @@ def versus(frame: pd.DataFrame, task: str, a: str, b: str, column: str = "test_a
     return paired_difference(x, y, threshold=threshold, side=side, scale=100)
 
 
-def judge(frame: pd.DataFrame, template: str, task: str) -> tuple[object, Finding]:
-    """The claim ``template`` on ``task`` and its `Finding` from the evaluation runs."""
+def judge(frame: pd.DataFrame, template: str, task: str, kind: str = "text") \
+        -> tuple[object, Finding]:
+    """The claim ``template`` on ``task`` (of ``kind``) and its `Finding` from the evaluation
+    runs; N/A where the source's claim is about another kind of task (`claims.SCOPE`)."""
     c = claim(template, task)
+    if not in_scope(template, kind):
+        return c, Finding(None, detail=f"the source's claim is about {SCOPE[template]} "
+                                       f"fine-tuning; this task is trained from scratch")
     method, control, column = COMPARED[template]
     x, y = paired(frame, task, method, control, column)
     ev = paired_difference(x, y, threshold=c.threshold, side=c.side, scale=100)

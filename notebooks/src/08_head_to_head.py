@@ -69,10 +69,9 @@ import numpy as np
 import pandas as pd
 
 from lalr_core.chapters import chapter_settings
-from lalr_core.chapters.ch08_head_to_head import CHAPTER, LABELS, eval_runs, pretrainings
+from lalr_core.chapters.ch08_head_to_head import EVAL, LABELS, TUNE, pretrainings, train_stage
 from lalr_core.chapters.ch08_head_to_head import findings as fd
 from lalr_core.chapters.ch08_head_to_head import summaries as sm
-from lalr_core.chapters.ch08_head_to_head import tuning_runs
 from lalr_core.core.results.style import set_style
 from lalr_core.core.results.writer import FigureWriter
 from lalr_core.core.runs.units import train_runs
@@ -92,11 +91,7 @@ pd.Series(S.as_dict(), dtype=object).to_frame("setting")
 # %%
 pre = pretrainings(S)
 train_runs(pre, callbacks=[{"weights": {}}] * len(pre))
-tuning, tuning_results = [], []
-for task in TASKS:
-    _, results = CHAPTER.train(S, f"tune:{task}")
-    tuning += tuning_runs(S, task)
-    tuning_results += results
+tuning, tuning_results = train_stage(S, TUNE)
 tuned = sm.run_frame(tuning, tuning_results, S.early_epochs)
 chosen = sm.choose_lr(tuned)
 trials = tuned.groupby(["task", "contender"]).size().unstack("task")
@@ -129,11 +124,7 @@ table81[table81.chosen]
 
 # %%
 S_eval = S.with_overrides({"tuned_lr": chosen})
-runs, results = [], []
-for task in TASKS:
-    _, res = CHAPTER.train(S_eval, f"eval:{task}")
-    runs += eval_runs(S_eval, task)
-    results += res
+runs, results = train_stage(S_eval, EVAL)
 frame = sm.run_frame(runs, results, S.early_epochs)
 target = sm.targets(frame, S.target_fraction)
 frame = sm.with_time_to_target(frame, runs, results, target)

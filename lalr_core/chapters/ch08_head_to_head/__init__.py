@@ -39,6 +39,22 @@ CHAPTER = Chapter(id="08", title="Head to head: every method on common tasks, eq
                   profiles=PROFILES, sections=section_runs, run_cost=run_cost,
                   rehearsal=REHEARSAL)
 
+
+
+def train_stage(settings: Settings, stage: str) -> tuple[list[Run], list[dict]]:
+    """Train ``stage``'s section (`TUNE` or `EVAL`) of every task through ``CHAPTER.train``;
+    the labelled runs and their results, in order."""
+    label = {TUNE: tuning_runs, EVAL: eval_runs}[stage]
+    runs, results = [], []
+    for task in settings.tasks:
+        configs, res = CHAPTER.train(settings, f"{stage}:{task}")
+        labelled = label(settings, task)
+        assert [r.config for r in labelled] == configs   # the section is these runs
+        runs += labelled
+        results += res
+    return runs, results
+
+
 __all__ = ["CENTRES", "CHAPTER", "CONTENDERS", "CONTROL", "EVAL", "LABELS", "PROFILES", "Run",
            "Settings", "TUNE", "Task", "config", "eval_lr", "eval_runs", "pretrainings",
-           "run_cost", "section_runs", "trial_lrs", "tuning_runs"]
+           "run_cost", "section_runs", "train_stage", "trial_lrs", "tuning_runs"]

@@ -60,14 +60,14 @@ def changes(name: str, lr: float, *, momentum: float, lars_eta: float,
     sgdm = dict(optimizer="sgdm", lr=lr, momentum=momentum)
     adamw = dict(optimizer="adamw", lr=lr)
     return {
-        "sgdm": lambda: sgdm,
-        "adamw": lambda: adamw,
-        "lars": lambda: dict(optimizer="lars_po", lr=lr, momentum=momentum,
-                             optimizer_params=(("eta", lars_eta),)),
-        "lamb": lambda: dict(optimizer="lamb", lr=lr),
-        "tempbalance": lambda: dict(sgdm, methods=(TempBalance(tb_scheme),)),
-        "lalr": lambda: dict(adamw, methods=(LALR(),)),
-        "orth_svd": lambda: dict(sgdm, methods=(GradTransform("orth", method="svd"),)),
-        "orth_ns": lambda: dict(sgdm, methods=(GradTransform("orth", method="newton_schulz"),)),
-        "muon": lambda: dict(optimizer="muon", lr=lr, methods=(MuonSplit(),)),
-    }[name]()
+        "sgdm": sgdm,
+        "adamw": adamw,
+        "lars": dict(optimizer="lars_po", lr=lr, momentum=momentum,
+                     optimizer_params=(("eta", lars_eta),)),
+        "lamb": dict(optimizer="lamb", lr=lr),
+        "tempbalance": dict(sgdm, methods=(TempBalance(tb_scheme),)),
+        "lalr": dict(adamw, methods=(LALR(),)),
+        "orth_svd": dict(sgdm, methods=(GradTransform("orth", method="svd"),)),
+        "orth_ns": dict(sgdm, methods=(GradTransform("orth", method="newton_schulz"),)),
+        "muon": dict(optimizer="muon", lr=lr, methods=(MuonSplit(),)),
+    }[name]
